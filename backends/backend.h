@@ -1,0 +1,108 @@
+/* backend.h — how backends and devices plug into the harness.
+ *
+ * A backend (prefill, decode_fa2, decode_aiter, and the decode_auto
+ * selector) is a small table of function pointers: it says whether it can run
+ * a case, builds a device-independent plan on the host (backends/plan.h) and
+ * runs it on a device.  A device (host emulation, CUDA, HIP) is a second
+ * table: it uploads a case's inputs once and executes plans.
+ *
+ * Output buffers: the harness allocates out and lse with guard_bytes of
+ * guard_pattern on each side and the interior poisoned (all bits set, a NaN
+ * in every dtype).  A device must hand back the whole guarded region as it
+ * was after the kernels ran (CUDA copies it to the device and back), so the
+ * harness can check that nothing was written outside and everything inside.
+ *
+ * Ownership: plan() allocates *plan, free() releases it; upload() allocates
+ * the device copy of the inputs, release() frees it. */
+#ifndef SWADIFF_BACKEND_H
+#define SWADIFF_BACKEND_H
+
+#include "../harness/case.h"
+#include "../harness/data.h"
+#include "plan.h"
+
+#define SWA_BACKEND_API_VERSION 1
+
+typedef struct swa_out_args {
+    void *out;            /* interior of the guarded out buffer, dtype, [total_qo][Hq][D] */
+    float *lse;           /* interior of the guarded lse buffer [total_qo][Hq], or NULL */
+    size_t out_bytes, lse_bytes;
+    size_t guard_bytes;   /* guard on each side of out and of lse */
+    uint8_t guard_pattern;
+} swa_out_args;
+
+typedef struct swa_device_ops {
+    swa_device kind;
+    const char *name;
+    /* true when usable; otherwise why not (e.g. "no CUDA device: ...") */
+    bool (*available)(char *why, size_t n);
+    /* one line: device model, toolkit/driver version */
+    void (*describe)(char *buf, size_t n);
+    /* SM / CU count the planner targets (host emulates an H200: 132) */
+    int (*num_sms)(void);
+    swa_status (*upload)(const swa_inputs *in, void **dev_inputs, swa_error *err);
+    void (*release)(void *dev_inputs);
+    swa_status (*prefill)(const swa_prefill_plan *p, void *dev_inputs, const swa_out_args *o,
+                          bool write_lse, swa_error *err);
+    swa_status (*decode_fa2)(const swa_decode_fa2_plan *p, void *dev_inputs, const swa_out_args *o,
+                             bool write_lse, swa_error *err);
+    /* CUDA-graph mode: capture with `captured`, update buffers to `full`,
+     * replay; out gets the replay's result. */
+    swa_status (*decode_fa2_graph)(swa_decode_fa2_plan *captured, const swa_decode_fa2_plan *full,
+                                   void *dev_inputs, const swa_out_args *o, bool write_lse,
+                                   swa_error *err);
+    swa_status (*decode_aiter)(const swa_decode_aiter_plan *p, void *dev_inputs,
+                               const swa_out_args *o, swa_error *err);
+} swa_device_ops;
+
+/* Called for warnings a backend emits at plan time (printed once, kept in
+ * the report). */
+typedef void (*swa_warn_fn)(void *ctx, const char *backend, const char *message);
+
+typedef struct swa_plan_opts {
+    const swa_device_ops *device;
+    swa_mutant mutant;
+    int num_sms;            /* target occupancy for split decisions */
+    swa_warn_fn warn;
+    void *warn_ctx;
+} swa_plan_opts;
+
+typedef struct swa_run_opts {
+    bool window_left_set;   /* run(window_left=...) given explicitly */
+    int window_left;
+    bool return_lse;
+} swa_run_opts;
+
+typedef struct swa_backend {
+    const char *name;
+    const char *description;
+    int api_version;
+    unsigned flag;          /* SWA_BACKEND_* of case.h */
+    double lse_base;        /* 2.0 for base-2 LSE; 0 when the kernel has none */
+    /* NULL when the backend can run c; else the reason, written to buf */
+    const char *(*supports)(const swa_case *c, swa_device dev, char *buf, size_t n);
+    swa_status (*plan)(const swa_case *c, const swa_inputs *in, const swa_plan_opts *o, void **plan,
+                       swa_error *err);
+    /* bytes of device workspace the plan needs (partials, page tables) */
+    size_t (*workspace_size)(const void *plan);
+    /* LSE base of what run() wrote (decode_aiter returns the shadow's 2.0) */
+    double (*run_lse_base)(const void *plan, const swa_run_opts *r);
+    swa_status (*run)(void *plan, void *dev_inputs, const swa_run_opts *r, const swa_out_args *o,
+                      swa_error *err);
+    void (*free)(void *plan);
+} swa_backend;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* Registry: every backend, in a fixed order. */
+const swa_backend *const *swa_backends(int *count);
+const swa_backend *swa_backend_by_name(const char *name);
+const swa_backend *swa_backend_by_flag(unsigned flag);
+
+/* Devices built into this binary (host always; cuda/hip when compiled in). */
+const swa_device_ops *swa_device_get(swa_device kind); /* NULL when not built */
+#ifdef __cplusplus
+}
+#endif
+#endif /* SWADIFF_BACKEND_H */

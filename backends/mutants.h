@@ -1,0 +1,88 @@
+/* mutants.h — the known bug classes of DESIGN.md §9 as named mutants.
+ *
+ * A mutant is switched on with `--mutant NAME`; it travels in the plan
+ * (swa_*_plan.mutant) to where such a bug really lives: the host plan logic,
+ * the wrapper's window mapping, or the kernel's mask/merge code (the host
+ * emulation and the CUDA kernels implement each kernel-level mutant the same
+ * way).  SWA_MUTANT_NONE costs nothing: CUDA kernels are instantiated with a
+ * compile-time "mutants off" flag for normal runs.
+ *
+ * X(ENUM, "name", class, "backends", "what it does", "where it comes from") */
+#ifndef SWADIFF_MUTANTS_H
+#define SWADIFF_MUTANTS_H
+
+#define SWA_MUTANT_LIST(X)                                                                              \
+    X(NONE, "none", 0, "", "no mutation", "")                                                           \
+    X(MASK_COMPILED_OUT, "mask_compiled_out", 1, "prefill",                                              \
+      "plan without window_left, run with it: per-element window mask compiled out, the run-time "      \
+      "window only drives the per-tile KV-start skip", "seed 000 (sglang paged SWA prefill)")          \
+    X(AITER_S_EQ_L, "aiter_s_eq_l", 2, "decode_aiter",                                                   \
+      "wrapper passes sliding_window = window_left (off by one: L keys instead of L+1)",               \
+      "seed 003 (AITER PA v1 wrapper)")                                                                 \
+    X(AITER_L0_SENTINEL, "aiter_l0_sentinel", 2, "decode_aiter",                                         \
+      "window_left = 0 maps to sliding_window = 0, AITER's 'disabled' sentinel: full attention",       \
+      "seed 003 (AITER PA v1 wrapper)")                                                                 \
+    X(LEFT_BOUND_GT, "left_bound_gt", 3, "prefill,decode_fa2",                                           \
+      "kernel left bound k > p-L instead of k >= p-L (one key too few)", "classic off-by-one")          \
+    X(LEFT_BOUND_MINUS1, "left_bound_minus1", 3, "prefill,decode_fa2",                                   \
+      "kernel left bound k >= p-L-1 (one key too many)", "classic off-by-one")                          \
+    X(TOP_LEFT_ALIGN, "top_left_align", 4, "prefill",                                                    \
+      "query row i at position p = i (top-left) instead of kv_len - qo_len + i", "FA2 < 2.1 causal")   \
+    X(REQUEST_ANCHORED, "request_anchored", 5, "prefill",                                                \
+      "window anchored at the request's first new token for every row", "per-request window bugs")     \
+    X(SPLIT_CHUNK_SHORT, "split_chunk_short", 6, "decode_fa2",                                           \
+      "split-KV chunks cover one page less than the window span", "split-KV planning")                 \
+    X(SPLIT_LAST_CHUNK_DROPPED, "split_last_chunk_dropped", 6, "decode_fa2,prefill",                     \
+      "chunk count rounded down: the last (partial) KV chunk is never computed", "split-KV planning")   \
+    X(LAST_PAGE_LEN_OFF, "last_page_len_off", 7, "decode_fa2",                                           \
+      "kv_len derived from last_page_len - 1: the newest key is dropped", "page-table arithmetic")      \
+    X(WINDOW_PAGE_CROSS, "window_page_cross", 7, "decode_fa2",                                           \
+      "first page of the window taken as ceil(start/page_size): keys of the page the window "          \
+      "starts in are skipped", "page-table arithmetic")                                                 \
+    X(SOFTCAP_BEFORE_MASK, "softcap_before_mask", 8, "decode_aiter",                                     \
+      "mask applied before the soft cap: masked keys get logit -soft_cap and keep weight",             \
+      "AITER PA v1 quirk")                                                                              \
+    X(SOFTCAP_COMPILED_OUT, "softcap_compiled_out", 8, "prefill,decode_fa2",                             \
+      "soft cap not applied", "variant flag lost")                                                      \
+    X(LSE_WRONG_BASE, "lse_wrong_base", 9, "prefill,decode_fa2",                                         \
+      "LSE written in natural log while declared base 2", "LSE conventions")                           \
+    X(LSE_MERGE_DROPPED, "lse_merge_dropped", 9, "decode_fa2,prefill",                                   \
+      "split-KV merge ignores partial LSEs (plain average of partial outputs)", "merge kernels")        \
+    X(RETURN_LSE_IGNORED, "return_lse_ignored", 9, "decode_aiter",                                       \
+      "return_lse silently ignored: no shadow dispatch, LSE left unwritten", "seed 003")               \
+    X(GRAPH_CAPTURED_SCALARS, "graph_captured_scalars", 10, "decode_fa2",                                \
+      "CUDA-graph replay launches with the grid of the captured batch", "seed 003 (CUDA graph)")       \
+    X(GQA_MOD_MAPPING, "gqa_mod_mapping", 11, "prefill,decode_fa2,decode_aiter",                         \
+      "qo head h reads kv head h % num_kv_heads instead of h / group", "GQA indexing")                 \
+    X(FOREIGN_PAGE_READ, "foreign_page_read", 12, "decode_fa2,decode_aiter",                             \
+      "page table indexed one entry too far: reads a page the request does not own", "paged KV")       \
+    X(OOB_WRITE, "oob_write", 0, "decode_fa2",                                                           \
+      "writes past the end of the output on purpose (guard bytes / device fault isolation)",           \
+      "robustness check")
+
+typedef enum {
+#define SWA_MUTANT_ENUM(e, name, cls, backends, what, origin) SWA_MUTANT_##e,
+    SWA_MUTANT_LIST(SWA_MUTANT_ENUM)
+#undef SWA_MUTANT_ENUM
+    SWA_MUTANT_COUNT
+} swa_mutant;
+
+typedef struct swa_mutant_info {
+    swa_mutant id;
+    const char *name;
+    int bug_class;         /* DESIGN.md §9 class, 0 for none/robustness */
+    const char *backends;  /* comma-separated backends it lives in */
+    const char *what;
+    const char *origin;
+} swa_mutant_info;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+const swa_mutant_info *swa_mutant_get(swa_mutant m);
+/* Returns SWA_MUTANT_COUNT when the name is unknown. */
+swa_mutant swa_mutant_by_name(const char *name);
+#ifdef __cplusplus
+}
+#endif
+#endif /* SWADIFF_MUTANTS_H */

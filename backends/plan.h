@@ -1,0 +1,154 @@
+/* plan.h — the plans the three backends build on the host, shared by every
+ * device (DESIGN.md §4).  The host emulation (backends/host/) and the CUDA
+ * kernels (backends/cuda/) execute exactly these work lists; that is how a
+ * machine without a GPU exercises the same scheduling as the H200.
+ *
+ * Conventions used by every device:
+ *   q, out   [total_qo][num_qo_heads][head_dim] in the case dtype
+ *   lse      [total_qo][num_qo_heads] float, base 2 for prefill/decode_fa2
+ *   paged K/V pools as in harness/data.h (NHD or HND), FlashInfer page table
+ *   ragged K/V [total_kv][num_kv_heads][head_dim] (prefill ragged mode)
+ *   GQA: qo head h reads kv head h / group_size.
+ *   Partial states (split-KV): o_part [slot][num_qo_heads][head_dim] float,
+ *   lse_part [slot][num_qo_heads] float (base 2); a partial with no visible
+ *   key has lse_part = -inf and o_part = 0.  The merge weights each partial
+ *   by 2^(lse_part - lse_max).
+ *
+ * Ownership: every pointer in a plan is owned by the plan and released by
+ * the backend's free(). */
+#ifndef SWADIFF_PLAN_H
+#define SWADIFF_PLAN_H
+
+#include "../harness/common.h"
+#include "mutants.h"
+
+/* -------------------------------------------------------------------------
+ * prefill — FlashInfer-style batch prefill, paged or ragged.
+ *
+ * Rows are packed GQA-style: packed row pr of request r is query row
+ * pr / group_size, qo head kv_head * group_size + pr % group_size.  A work
+ * item covers one query tile (cta_tile_q packed rows) and one KV chunk of
+ * one request; the grid is num_work x num_kv_heads.
+ *
+ * For work item w and its tile's first query row i_first (position
+ * p_first = kv_len - qo_len + i_first), the KV loop runs over
+ *   [kv_begin, kv_end) with
+ *   chunk = [c * kv_chunk_size, min((c+1) * kv_chunk_size, kv_len))   (whole
+ *           request when !split_kv)
+ *   kv_begin = max(chunk.begin, align_down(max(0, p_first - L), cta_tile_kv))
+ *              when the run-time window L >= 0 (the KV-start skip), else chunk.begin
+ *   kv_end   = causal ? min(chunk.end, p_last + 1) : chunk.end
+ * and inside it the per-element mask (only when mask_window, i.e. the
+ * window was known at plan time) drops k < p - L; causal drops k > p.
+ * Non-split items write out/lse directly; split items write partial slot
+ *   req_partial_offset[r] + c * qo_len[r] + i
+ * and a merge pass combines the req_num_chunks[r] partials of each row. */
+typedef struct swa_prefill_plan {
+    int num_requests, num_qo_heads, num_kv_heads, group_size, head_dim, page_size;
+    swa_dtype dtype;
+    swa_layout layout;
+    swa_kv_mode kv_mode;
+    bool causal;
+    int window_left;      /* planned window; run() takes this one */
+    bool mask_window;     /* per-element window mask compiled in (planned window_left >= 0) */
+    int run_window_left;  /* the window the KV-start skip uses at run (== window_left unless a mutant) */
+    float sm_scale, soft_cap;
+    swa_mutant mutant;
+
+    int cta_tile_q;       /* packed rows per CTA: 16, 64 or 128 */
+    int cta_tile_kv;      /* keys per KV tile */
+    bool split_kv;
+    int kv_chunk_size;    /* keys per chunk (multiple of cta_tile_kv) when split_kv */
+
+    int num_work;
+    int *work_request;    /* [num_work] */
+    int *work_qo_tile;    /* [num_work] */
+    int *work_kv_chunk;   /* [num_work], 0 when !split_kv */
+
+    int *qo_indptr;       /* [num_requests + 1] */
+    int *kv_indptr;       /* [num_requests + 1] logical token offsets (ragged mode) */
+    int *qo_len, *kv_len; /* [num_requests] */
+    int *req_num_chunks;      /* [num_requests] */
+    int *req_partial_offset;  /* [num_requests] */
+    int total_partial_rows;   /* slots in the partial buffers, 0 when !split_kv */
+} swa_prefill_plan;
+
+/* -------------------------------------------------------------------------
+ * decode_fa2 — FlashInfer-style batch decode (qo_len = 1 per request).
+ *
+ * Work item w = (request, chunk); grid = grid_work x num_kv_heads, each CTA
+ * handles all group_size qo heads of its kv head.  With ws = window start
+ * (max(0, kv_len - 1 - L), or 0 without window) and base = align_down(ws,
+ * page_size), chunk c covers tokens
+ *   [base + c * kv_chunk_size, min(base + (c+1) * kv_chunk_size, kv_len))
+ * so pages wholly before the window are never loaded; the per-element mask
+ * drops k < ws.  kv_len comes from the page table:
+ *   (indptr[r+1] - indptr[r] - 1) * page_size + last_page_len[r].
+ * In CUDA-graph mode the buffers and grid_work are sized at plan time for
+ * the worst case (graph_max_requests, graph_max_kv_len); items w >= num_work
+ * (read from device memory, not a launch scalar) exit at once. */
+typedef struct swa_decode_fa2_plan {
+    int num_requests, num_qo_heads, num_kv_heads, group_size, head_dim, page_size;
+    swa_dtype dtype;
+    swa_layout layout;
+    int window_left;
+    float sm_scale, soft_cap;
+    swa_mutant mutant;
+
+    bool split_kv;
+    int kv_chunk_size;        /* tokens, multiple of page_size */
+    int num_work;
+    int grid_work;            /* launch grid (>= num_work; padded in graph mode) */
+    int *work_request;        /* [capacity] */
+    int *work_chunk;          /* [capacity] */
+    int *req_num_chunks;      /* [capacity_requests] */
+    int *req_partial_offset;  /* [capacity_requests]: slot of (r, c) = offset[r] + c */
+    int total_partial_rows;
+
+    /* FlashInfer page table (copied from the cache at plan time) */
+    int *kv_indptr, *kv_indices, *kv_last_page_len;
+
+    bool graph;               /* CUDA-graph mode */
+    int graph_max_requests, graph_max_kv_len;
+    int capacity_work, capacity_requests, capacity_partial_rows, capacity_pages;
+} swa_decode_fa2_plan;
+
+/* -------------------------------------------------------------------------
+ * decode_aiter — AITER PA v1-style decode over block_tables/context_lens.
+ *
+ * Grid (num_seqs, num_kv_heads, max_num_partitions); partition j of seq s
+ * covers tokens [j * partition_size, min((j+1) * partition_size, ctx)).
+ * AITER window semantics: with sliding_window = S > 0 a token t is masked
+ * when t < ctx - S (S keys visible); S = 0 disables the mask.  Each
+ * partition writes (max_logit, exp_sum, tmp_out); a reduce kernel combines.
+ * The wrapper maps the harness's window_left L to S = L + 1 (L >= 0), else 0. */
+typedef struct swa_decode_fa2_plan swa_decode_fa2_plan;
+typedef struct swa_decode_aiter_plan {
+    int num_seqs, num_qo_heads, num_kv_heads, group_size, head_dim, block_size;
+    swa_dtype dtype;
+    swa_layout layout;
+    int window_left;          /* as asked by the harness */
+    int sliding_window;       /* S, AITER convention */
+    float scale, soft_cap;
+    swa_mutant mutant;
+
+    int partition_size;       /* 256 */
+    int max_num_partitions;   /* launch scalar: ceil(max_context_len / partition_size) */
+    int max_context_len;
+    int max_blocks_per_seq;
+    int *block_tables;        /* [num_seqs][max_blocks_per_seq] */
+    int *context_lens;        /* [num_seqs] */
+
+    swa_decode_fa2_plan *shadow; /* built at plan time; serves return_lse */
+} swa_decode_aiter_plan;
+
+/* The AITER window mapping (DESIGN.md §2), with its two seed-003 mutants. */
+static inline int swa_aiter_sliding_window(int window_left, swa_mutant mutant)
+{
+    if (window_left < 0) return 0;
+    if (mutant == SWA_MUTANT_AITER_S_EQ_L) return window_left;
+    if (mutant == SWA_MUTANT_AITER_L0_SENTINEL && window_left == 0) return 0;
+    return window_left + 1;
+}
+
+#endif /* SWADIFF_PLAN_H */

@@ -1,0 +1,59 @@
+/* results.c — error records and the growing list of (case, backend) results. */
+#include "results.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+swa_status swa_error_set(swa_error *err, swa_status status, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+        err->status = status;
+    }
+    return status;
+}
+
+int swa_run_results_add(swa_run_results *rr, swa_result *r)
+{
+    if (rr->count == rr->capacity) {
+        int cap = rr->capacity ? rr->capacity * 2 : 64;
+        swa_result *items = realloc(rr->items, (size_t)cap * sizeof *items);
+        if (!items)
+            return -1;
+        rr->items = items;
+        rr->capacity = cap;
+    }
+    rr->items[rr->count++] = *r;
+    /* ownership of the compare arrays moved into the list */
+    r->cmp.row_head_ratio = NULL;
+    return 0;
+}
+
+void swa_run_results_free(swa_run_results *rr)
+{
+    for (int i = 0; i < rr->count; i++)
+        swa_compare_result_free(&rr->items[i].cmp);
+    free(rr->items);
+    rr->items = NULL;
+    rr->count = rr->capacity = 0;
+}
+
+int swa_run_results_summary(const swa_run_results *rr, int *passed, int *failed, int *error,
+                            int *skipped)
+{
+    int n[4] = {0, 0, 0, 0};
+    for (int i = 0; i < rr->count; i++)
+        n[rr->items[i].outcome]++;
+    if (passed) *passed = n[SWA_OUTCOME_PASSED];
+    if (failed) *failed = n[SWA_OUTCOME_FAILED];
+    if (error) *error = n[SWA_OUTCOME_ERROR];
+    if (skipped) *skipped = n[SWA_OUTCOME_SKIPPED];
+    /* a wrong kernel is the headline: mismatches outrank runtime errors */
+    if (n[SWA_OUTCOME_FAILED]) return SWA_EXIT_MISMATCH;
+    if (n[SWA_OUTCOME_ERROR]) return SWA_EXIT_RUNTIME;
+    return SWA_EXIT_OK;
+}

@@ -1,0 +1,78 @@
+/* results.h — the outcome of one (case, backend) run and of a whole run,
+ * as the reports (console, JSON, HTML, JUnit) consume them.
+ *
+ * The run loop appends results as they are produced and asks the report
+ * writers to flush after each one, so a killed run leaves every finished
+ * result on disk (swa_report_* in report.h).
+ *
+ * Ownership: swa_run_results owns its results and each result owns its
+ * compare arrays; swa_run_results_free releases everything. */
+#ifndef SWADIFF_RESULTS_H
+#define SWADIFF_RESULTS_H
+
+#include "compare.h"
+
+typedef enum {
+    SWA_OUTCOME_PASSED = 0,
+    SWA_OUTCOME_FAILED = 1,
+    SWA_OUTCOME_ERROR = 2,
+    SWA_OUTCOME_SKIPPED = 3,
+} swa_outcome;
+
+static inline const char *swa_outcome_name(swa_outcome o)
+{
+    return o == SWA_OUTCOME_PASSED ? "passed" : o == SWA_OUTCOME_FAILED ? "failed"
+         : o == SWA_OUTCOME_ERROR ? "error" : "skipped";
+}
+
+typedef struct swa_result {
+    char id[SWA_ID_MAX];
+    char file[SWA_PATH_MAX];
+    char backend[32];
+    char device[16];
+    swa_dtype dtype;
+    char mutant[48];             /* "" when none */
+    swa_outcome outcome;
+    double duration;             /* seconds, plan + run + compare */
+    swa_tolerance tol;
+    bool has_compare;
+    swa_compare_result cmp;
+    char message[SWA_MSG_MAX];   /* first mismatch line, error text or skip reason */
+    char diagnosis[512];         /* explain's verdict for failures, "" when none */
+    char warnings[512];          /* plan-time warnings, "" when none */
+    char reproduce[1024];        /* command line that reruns this case alone */
+    /* shape summary for the HTML heatmap captions */
+    int num_requests, total_qo, num_qo_heads, num_kv_heads, head_dim, window_left;
+} swa_result;
+
+typedef struct swa_environment {
+    char harness_version[32];
+    char git_revision[64];
+    char host[128];
+    char devices[512];           /* one line per device used */
+    char toolkit[256];
+    char command_line[1024];
+} swa_environment;
+
+typedef struct swa_run_results {
+    swa_result *items;
+    int count, capacity;
+    swa_environment env;
+    double started;              /* unix time, seconds */
+    double duration;
+    int exitcode;
+} swa_run_results;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* Appends a copy of r (takes ownership of r->cmp's arrays). Returns 0 or -1. */
+int swa_run_results_add(swa_run_results *rr, swa_result *r);
+void swa_run_results_free(swa_run_results *rr);
+/* Counts per outcome; returns the exit code DESIGN.md §7 gives for them. */
+int swa_run_results_summary(const swa_run_results *rr, int *passed, int *failed, int *error,
+                            int *skipped);
+#ifdef __cplusplus
+}
+#endif
+#endif /* SWADIFF_RESULTS_H */
