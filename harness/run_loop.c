@@ -9,8 +9,9 @@
  * for the pair in flight, starts a fresh worker at the next pair, and every
  * finished result is already in the reports.
  *
- * Test hook: SWADIFF_TEST_FAULT=<id glob> makes the worker crash (SIGSEGV)
- * when it starts a matching case — the simulated fault of tests/test_isolation.c.
+ * Test hooks: SWADIFF_TEST_FAULT=<id glob> makes the worker crash (SIGSEGV)
+ * when it starts a matching case, SWADIFF_TEST_HANG=<id glob> makes it hang
+ * — the simulated faults of tests/test_cli.c.
  *
  * --no-isolate (SWADIFF_NO_ISOLATE=1) runs in-process, for debuggers. */
 #include <errno.h>
@@ -113,6 +114,7 @@ static void worker_main(const swa_run_config *cfg, const swa_case_list *all, con
                         int nsel, int sel0, int b0, int fd)
 {
     const char *fault = getenv("SWADIFF_TEST_FAULT");
+    const char *hang = getenv("SWADIFF_TEST_HANG");
     for (int s = sel0; s < nsel; s++) {
         const swa_case *c = &all->cases[selected[s]];
         const swa_backend *bs[8];
@@ -124,6 +126,9 @@ static void worker_main(const swa_run_config *cfg, const swa_case_list *all, con
         write_all(fd, &start, sizeof start);
         if (fault && fnmatch(fault, c->id, 0) == 0)
             raise(SIGSEGV);
+        if (hang && fnmatch(hang, c->id, 0) == 0)
+            for (;;)
+                pause();
         swa_case_ctx ctx;
         swa_error err = {0};
         if (swa_case_ctx_init(&ctx, c, cfg->device, &err) != SWA_OK) {
