@@ -157,11 +157,11 @@ static void ref_scratch_free(ref_scratch *w)
     memset(w, 0, sizeof *w);
 }
 
-/* kv_copy: the block converts K/V rows into scratch (exact path). */
+/* kv_rows: keys per K/V chunk the block widens into scratch (0: none). */
 static int ref_scratch_reserve(ref_scratch *w, size_t rows, size_t keys, size_t head_dim, size_t elem,
-                               bool kv_copy)
+                               size_t kv_rows)
 {
-    size_t kv_bytes = kv_copy ? keys * head_dim * elem : 0;
+    size_t kv_bytes = kv_rows * head_dim * elem;
     if (ref_grow(&w->q, &w->q_cap, rows * head_dim * elem) ||
         ref_grow(&w->k, &w->k_cap, kv_bytes) ||
         ref_grow(&w->v, &w->v_cap, kv_bytes) ||
@@ -242,6 +242,39 @@ static size_t ref_q_offset(const ref_job *job, const ref_item *it, int pr)
 /* ------------------------------------------------------------------------- */
 /* Exact block, double. */
 
+/* Keys per chunk of the exact path: the double copies of a K or V chunk
+ * (chunk * head_dim * 8 bytes) stay within 256 KiB, so widening and the
+ * GEMM that reads them meet in L2 instead of going through memory. */
+static int ref_key_chunk(int width, int head_dim)
+{
+    int chunk = (int)(((size_t)256 << 10) / ((size_t)head_dim * sizeof(double)));
+    if (chunk < 32)
+        chunk = 32;
+    return chunk < width ? chunk : width;
+}
+
+/* dst[n][D] = src rows (stride floats apart) widened to double.  Returns
+ * false when a value is NaN or Inf (x * 0 is NaN exactly then). */
+static bool ref_widen_rows(double *dst, const float *src, int n, size_t stride, int D)
+{
+    double poison[4] = {0, 0, 0, 0};
+    for (int t = 0; t < n; t++) {
+        const float *row = src + (size_t)t * stride;
+        double *out = dst + (size_t)t * D;
+        int d = 0;
+        for (; d + 4 <= D; d += 4)
+            for (int u = 0; u < 4; u++) {
+                out[d + u] = row[d + u];
+                poison[u] += out[d + u] * 0.0;
+            }
+        for (; d < D; d++) {
+            out[d] = row[d];
+            poison[0] += out[d] * 0.0;
+        }
+    }
+    return !isnan(poison[0] + poison[1] + poison[2] + poison[3]);
+}
+
 static int ref_block_exact(ref_job *job, ref_scratch *w, const ref_item *it)
 {
     const swa_case *c = job->c;
@@ -250,7 +283,7 @@ static int ref_block_exact(ref_job *job, ref_scratch *w, const ref_item *it)
     const int rows = (it->row_end - it->row_begin) * group;
     const double cap = c->soft_cap;
 
-    if (ref_scratch_reserve(w, (size_t)rows, 0, (size_t)D, sizeof(double), true))
+    if (ref_scratch_reserve(w, (size_t)rows, 0, (size_t)D, sizeof(double), 0))
         return -1;
     int lo, hi;
     ref_block_spans(job, it, w->spans, &lo, &hi);
@@ -264,7 +297,8 @@ static int ref_block_exact(ref_job *job, ref_scratch *w, const ref_item *it)
         }
         return 0;
     }
-    if (ref_scratch_reserve(w, (size_t)rows, (size_t)W, (size_t)D, sizeof(double), true))
+    const int chunk = ref_key_chunk(W, D);
+    if (ref_scratch_reserve(w, (size_t)rows, (size_t)W, (size_t)D, sizeof(double), chunk))
         return -1;
     double *q = w->q, *k = w->k, *v = w->v, *s = w->s, *o = w->o;
 
@@ -273,23 +307,17 @@ static int ref_block_exact(ref_job *job, ref_scratch *w, const ref_item *it)
         for (int d = 0; d < D; d++)
             q[(size_t)pr * D + d] = src[d];
     }
-    /* x * 0 is NaN exactly when x is NaN or Inf: one flag for the V block */
-    double v_poison = 0.0;
-    size_t kv_base = (size_t)in->kv_indptr[it->request] + lo;
-    for (int t = 0; t < W; t++) {
-        size_t off = ((kv_base + t) * Hkv + it->kv_head) * D;
-        const float *ks = in->k + off, *vs = in->v + off;
-        double *kd = k + (size_t)t * D, *vd = v + (size_t)t * D;
-        for (int d = 0; d < D; d++) {
-            kd[d] = ks[d];
-            vd[d] = vs[d];
-            v_poison += vd[d] * 0.0;
-        }
-    }
+    const size_t kv_stride = (size_t)Hkv * D;
+    const size_t kv_first = (((size_t)in->kv_indptr[it->request] + lo) * Hkv + it->kv_head) * D;
 
-    /* S = (Q K^T) * sm_scale over the block's key range */
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, W, D, c->sm_scale, q, D, k, D, 0.0,
-                s, W);
+    /* S = (Q K^T) * sm_scale over the block's key range, a chunk of keys at
+     * a time so the double copy of K stays in cache */
+    for (int c0 = 0; c0 < W; c0 += chunk) {
+        int n = W - c0 < chunk ? W - c0 : chunk;
+        ref_widen_rows(k, in->k + kv_first + (size_t)c0 * kv_stride, n, kv_stride, D);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, D, c->sm_scale, q, D, k, D, 0.0,
+                    s + c0, W);
+    }
 
     /* exact mask + soft cap + max-subtracted softmax numerators, per row */
     for (int pr = 0; pr < rows; pr++) {
@@ -304,17 +332,20 @@ static int ref_block_exact(ref_job *job, ref_scratch *w, const ref_item *it)
         }
         for (int j = 0; j < pb; j++) row[j] = 0.0;
         for (int j = pe; j < W; j++) row[j] = 0.0;
+        if (cap > 0)
+            for (int j = vb; j < ve; j++)
+                row[j] = cap * tanh(row[j] / cap);
+        /* processed but masked keys: the soft-cap-before-mask quirk */
+        for (int j = pb; j < vb; j++) row[j] = -cap;
+        for (int j = ve > pb ? ve : pb; j < pe; j++) row[j] = -cap;
         double m = -INFINITY;
+        bool nan_seen = false;
         for (int j = pb; j < pe; j++) {
-            double x;
-            if (j >= vb && j < ve)
-                x = cap > 0 ? cap * tanh(row[j] / cap) : row[j];
-            else
-                x = -cap; /* processed but masked: the soft-cap-before-mask quirk */
-            row[j] = x;
-            if (x > m || isnan(x))
-                m = isnan(m) ? m : x;
+            m = row[j] > m ? row[j] : m;
+            nan_seen |= row[j] != row[j];
         }
+        if (nan_seen) /* a NaN logit makes the whole row NaN, as in exact math */
+            m = NAN;
         double sum = 0.0;
         for (int j = pb; j < pe; j++) {
             double e = exp(row[j] - m);
@@ -326,19 +357,28 @@ static int ref_block_exact(ref_job *job, ref_scratch *w, const ref_item *it)
             job->lse[ref_q_offset(job, it, pr) / D] = m + log(sum);
     }
 
-    /* O = P V.  Masked weights are exact zeros, which is exclusion unless a
-     * V value in range is NaN/Inf: then each row sums only its own keys. */
-    if (!isnan(v_poison)) {
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, W, 1.0, s, W, v, D, 0.0, o, D);
-    } else {
+    /* O = P V, chunk by chunk.  Masked weights are exact zeros, which is
+     * exclusion unless a V value in the chunk is NaN/Inf (0 * Inf = NaN):
+     * then each row sums only its own keys of that chunk. */
+    for (int c0 = 0; c0 < W; c0 += chunk) {
+        int n = W - c0 < chunk ? W - c0 : chunk;
+        bool finite = ref_widen_rows(v, in->v + kv_first + (size_t)c0 * kv_stride, n, kv_stride, D);
+        if (finite) {
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, n, 1.0, s + c0, W, v, D,
+                        c0 ? 1.0 : 0.0, o, D);
+            continue;
+        }
         for (int pr = 0; pr < rows; pr++) {
             const ref_row_span *sp = &w->spans[pr];
             double *orow = o + (size_t)pr * D;
             const double *prow = s + (size_t)pr * W;
-            for (int d = 0; d < D; d++) orow[d] = 0.0;
-            for (int j = sp->processed_begin - lo; j < sp->processed_end - lo; j++)
+            if (c0 == 0)
+                for (int d = 0; d < D; d++) orow[d] = 0.0;
+            int jb = sp->processed_begin - lo > c0 ? sp->processed_begin - lo : c0;
+            int je = sp->processed_end - lo < c0 + n ? sp->processed_end - lo : c0 + n;
+            for (int j = jb; j < je; j++)
                 for (int d = 0; d < D; d++)
-                    orow[d] += prow[j] * v[(size_t)j * D + d];
+                    orow[d] += prow[j] * v[(size_t)(j - c0) * D + d];
         }
     }
     for (int pr = 0; pr < rows; pr++) {
@@ -374,7 +414,7 @@ static int ref_block_lowp(ref_job *job, ref_scratch *w, const ref_item *it)
     const int rows = (it->row_end - it->row_begin) * group;
     const float cap = (float)c->soft_cap, scale = (float)c->sm_scale;
 
-    if (ref_scratch_reserve(w, (size_t)rows, 0, (size_t)D, sizeof(float), false))
+    if (ref_scratch_reserve(w, (size_t)rows, 0, (size_t)D, sizeof(float), 0))
         return -1;
     int lo, hi;
     ref_block_spans(job, it, w->spans, &lo, &hi);
@@ -388,7 +428,7 @@ static int ref_block_lowp(ref_job *job, ref_scratch *w, const ref_item *it)
         }
         return 0;
     }
-    if (ref_scratch_reserve(w, (size_t)rows, (size_t)W, (size_t)D, sizeof(float), false))
+    if (ref_scratch_reserve(w, (size_t)rows, (size_t)W, (size_t)D, sizeof(float), 0))
         return -1;
     float *q = w->q, *s = w->s, *o = w->o;
     for (int pr = 0; pr < rows; pr++)
