@@ -15,6 +15,7 @@
  * |expected| would blow up on outputs that cancel to near zero). */
 #include <criterion/criterion.h>
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -476,7 +477,8 @@ static void random_lengths(uint64_t *s, int B, int qo_max, int kv_extra_max, boo
     }
 }
 
-/* Window edges relative to kv_len: 0, 1, 2, kv-2, kv-1, kv, > kv, none. */
+/* Window edges relative to kv_len: 0, 1, 2, kv-2, kv-1, kv, > kv, INT_MAX
+ * (p - L must not overflow), none. */
 static int edge_window(int which, int kv)
 {
     switch (which) {
@@ -487,6 +489,7 @@ static int edge_window(int which, int kv)
     case 4: return kv - 1 > 0 ? kv - 1 : 0;
     case 5: return kv;
     case 6: return kv + 17;
+    case 7: return INT_MAX;
     default: return -1;
     }
 }
@@ -498,7 +501,7 @@ Test(reference_oracle, random_window_edges_gqa_softcap)
     uint64_t s = 12345;
     int cases = 0;
     double worst = 0;
-    for (int which = 0; which < 8; which++)
+    for (int which = 0; which < 9; which++)
         for (int gi = 0; gi < 3; gi++)
             for (int mode = 0; mode < 4; mode++) {
                 /* mode: 0 causal prefill, 1 causal decode, 2 non-causal, 3 soft-capped causal */
