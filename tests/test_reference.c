@@ -15,6 +15,7 @@
  * |expected| would blow up on outputs that cancel to near zero). */
 #include <criterion/criterion.h>
 
+#include <cblas.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -680,6 +681,26 @@ Test(reference_oracle, deterministic_across_threads_and_modes)
     ref_set_parallel_mode(REF_PAR_WORKERS);
     swa_reference_set_threads(0);
     free(base); free(other); free(lbase); free(lother);
+    tcase_free(&t);
+}
+
+/* Requests without query rows, and a batch of none, are fine and touch
+ * nothing; the OpenBLAS thread count the caller set survives a call. */
+Test(reference_oracle, zero_rows_and_blas_threads_restored)
+{
+    const int qo[] = {0, 4, 0}, kv[] = {5, 9, 0};
+    tcase t;
+    tcase_make(&t, 3, qo, kv, 2, 1, 8, SWA_DTYPE_FP16, true, 2, 0.0, 1.0, 17);
+    snprintf(t.desc, sizeof t.desc, "requests with qo_len 0");
+    check_against_oracle(&t, NULL);
+    openblas_set_num_threads(2); /* capped at the CPUs OpenBLAS found */
+    int blas_threads = openblas_get_num_threads();
+    t.c.num_requests = t.in.num_requests = 0;
+    t.in.total_qo = t.in.total_kv = 0;
+    swa_error err = {0};
+    cr_assert_eq(swa_reference(&t.c, &t.in, NULL, NULL, NULL, &err), SWA_OK, "empty batch: %s", err.message);
+    cr_assert_eq(openblas_get_num_threads(), blas_threads,
+                 "the caller's OpenBLAS thread count (%d) was not restored", blas_threads);
     tcase_free(&t);
 }
 
