@@ -440,10 +440,11 @@ static int ref_block_lowp(ref_job *job, ref_scratch *w, const ref_item *it)
     size_t kv_off = (((size_t)in->kv_indptr[it->request] + lo) * Hkv + it->kv_head) * D;
     const float *k = in->k + kv_off, *v = in->v + kv_off;
     const int ld = Hkv * D;
-    float v_poison = 0.0f;
+    float poison[4] = {0, 0, 0, 0}; /* x * 0 is NaN exactly when x is NaN or Inf */
     for (int t = 0; t < W; t++)
         for (int d = 0; d < D; d++)
-            v_poison += v[(size_t)t * ld + d] * 0.0f;
+            poison[d & 3] += v[(size_t)t * ld + d] * 0.0f;
+    const float v_poison = poison[0] + poison[1] + poison[2] + poison[3];
 
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, W, D, 1.0f, q, D, k, ld, 0.0f, s, W);
 
