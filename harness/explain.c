@@ -191,8 +191,22 @@ swa_status swa_explain(const swa_case_ctx *ctx, const swa_tolerance *tol, const 
     const swa_hypothesis_score *b = &ex->scores[ex->best];
     if (b->ratio == 0) {
         ex->exact = true;
+        /* other hypotheses can fit this case's data equally (e.g. with no
+         * prefix and one query tile, "no window" and "tile-granular start"
+         * give the same mask): name them, so nobody is misled */
+        char also[256] = "";
+        size_t k = 0;
+        for (int i = 0; i < ex->count; i++) {
+            if (i == ex->best || ex->scores[i].ratio != 0 || strstr(also, ex->scores[i].name) ||
+                !strcmp(ex->scores[i].name, b->name))
+                continue;
+            k += (size_t)snprintf(also + k, sizeof also - k, "%s%s", k ? ", " : "", ex->scores[i].name);
+            if (k >= sizeof also)
+                break;
+        }
         snprintf(ex->verdict, sizeof ex->verdict, "%s — matches exactly (0%% mismatched against it, %.1f%% "
-                 "against the spec)", b->description, 100 * ex->spec_ratio);
+                 "against the spec)%s%s%s", b->description, 100 * ex->spec_ratio,
+                 also[0] ? "; on this case's shape these fit equally: " : "", also, also[0] ? "" : "");
     } else if (b->ratio < 0.25 * ex->spec_ratio) {
         snprintf(ex->verdict, sizeof ex->verdict, "closest: %s (%.2f%% mismatched against it, %.1f%% against "
                  "the spec)", b->description, 100 * b->ratio, 100 * ex->spec_ratio);
