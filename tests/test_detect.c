@@ -155,8 +155,9 @@ ParameterizedTest(explain_param *p, detect, explain_names_the_mutant)
     run_case(p->json, p->backend, m, &o);
     cr_assert_eq(o.r.outcome, SWA_OUTCOME_FAILED, "mutant %s survived: %s", p->mutant, o.r.message);
     cr_assert_geq(o.ex.best, 0, "mutant %s: no hypothesis (%s)", p->mutant, o.ex.verdict);
-    cr_assert_str_eq(o.ex.scores[o.ex.best].name, p->hypothesis, "mutant %s: diagnosis %s", p->mutant,
-                     o.ex.verdict);
+    /* names may carry parameters after ':' (tile_granular_start:q16,kv64) */
+    cr_assert(!strncmp(o.ex.scores[o.ex.best].name, p->hypothesis, strlen(p->hypothesis)),
+              "mutant %s: expected %s, diagnosis %s", p->mutant, p->hypothesis, o.ex.verdict);
     cr_assert(o.ex.exact, "mutant %s: best hypothesis %s matches only partially: %s", p->mutant,
               p->hypothesis, o.ex.verdict);
     swa_compare_result_free(&o.r.cmp);
