@@ -33,7 +33,8 @@ typedef struct swa_tolerance {
     swa_tol_mode mode;
     double atol, rtol;    /* resolved for every mode (defaults filled in) */
     double factor;        /* SWA_TOL_BASELINE only */
-    double lse_atol;      /* LSE (natural log) absolute tolerance */
+    double lse_atol;      /* LSE (natural log) absolute tolerance; < 0 when the case
+                           * file gave none: use the per-dtype default */
     bool equal_nan;       /* NaN on both sides counts as equal */
 } swa_tolerance;
 
