@@ -64,6 +64,10 @@ typedef struct swa_case {
     bool cuda_graph;           /* plan for capture, capture, replay with the full batch */
     int graph_capture_requests;/* requests in the captured batch (< num_requests) */
     bool return_lse;
+    /* Non-empty: the case must be refused — every listed backend's plan
+     * must fail with a message containing this text (e.g. "CUDA-graph"
+     * for decode_aiter with cuda_graph); running it is the failure. */
+    char expect_error[SWA_NAME_MAX];
 } swa_case;
 
 typedef struct swa_case_list {

@@ -51,7 +51,7 @@ typedef enum {
     F_NAME, F_DESCRIPTION, F_REQUESTS, F_NUM_QO_HEADS, F_NUM_KV_HEADS, F_HEAD_DIM, F_DTYPE,
     F_PAGE_SIZE, F_LAYOUT, F_KV_MODE, F_CAUSAL, F_WINDOW_LEFT, F_SOFT_CAP, F_SM_SCALE,
     F_BACKENDS, F_TOLERANCE, F_DATA, F_SEED, F_CUDA_GRAPH, F_GRAPH_CAPTURE_REQUESTS,
-    F_RETURN_LSE, F_COUNT
+    F_RETURN_LSE, F_EXPECT_ERROR, F_COUNT
 } field_id;
 
 typedef enum { R_QO_LEN, R_KV_LEN, R_COUNT, R_FIELDS } request_field;
@@ -104,6 +104,7 @@ static const key_spec CASE_KEYS[F_COUNT] = {
     [F_GRAPH_CAPTURE_REQUESTS] = {"graph_capture_requests", K_INT, false, 1, MAX_REQUESTS - 1, NULL, 0,
                                   NULL, false, NULL},
     [F_RETURN_LSE] = {"return_lse", K_BOOL, false, 0, 0, NULL, 0, NULL, false, NULL},
+    [F_EXPECT_ERROR] = {"expect_error", K_SPECIAL, false, 0, 0, NULL, 0, NULL, false, NULL},
 };
 
 static const key_spec REQUEST_KEYS[R_FIELDS] = {
@@ -246,6 +247,7 @@ typedef struct case_state {
     int field_axis[F_COUNT];      /* axis of a case-level key, -1 when absent */
     unsigned backends;
     swa_tolerance tol;
+    const char *expect_error;     /* NULL: none */
 } case_state;
 
 static void case_state_free(case_state *cs)
@@ -655,6 +657,21 @@ static int read_tolerance(case_state *cs, const cJSON *v, const char *path)
     return 0;
 }
 
+/* Free text matched against a backend's plan error; not a sweep (it would
+ * put arbitrary text into the id). */
+static int read_expect_error(case_state *cs, const cJSON *v, const char *path)
+{
+    char got[64];
+    describe_value(cs->doc, v, got, sizeof got);
+    if (!cJSON_IsString(v) || !v->valuestring[0] || strlen(v->valuestring) >= SWA_NAME_MAX)
+        return swa_json_fail(cs->doc, cs->err, swa_json_value_offset(cs->doc, v), path,
+                             "expected a non-empty string of at most %d characters that the plan error must "
+                             "contain, got %s%s", SWA_NAME_MAX - 1, got,
+                             cJSON_IsArray(v) ? " (expect_error cannot be swept)" : "");
+    cs->expect_error = v->valuestring;
+    return 0;
+}
+
 /* ---------------------------------------------------------------------------
  * One member of a case object (or of "defaults"). */
 
@@ -696,6 +713,8 @@ static int read_member(case_state *cs, int f, const cJSON *m, const char *path)
         return read_backends(cs, m, path);
     case F_TOLERANCE:
         return read_tolerance(cs, m, path);
+    case F_EXPECT_ERROR:
+        return read_expect_error(cs, m, path);
     default:
         return read_axis(cs, &CASE_KEYS[f], m, path, CASE_KEYS[f].key, f, -1, &cs->field_axis[f]);
     }
@@ -1063,6 +1082,7 @@ static int expand_one(expander *ex)
     c.cuda_graph = cuda_graph;
     c.graph_capture_requests = capture ? (int)capture->i : 0;
     c.return_lse = (v = field_value(ex, F_RETURN_LSE)) ? v->i != 0 : false;
+    snprintf(c.expect_error, sizeof c.expect_error, "%s", cs->expect_error ? cs->expect_error : "");
 
     if (append_case(ex, &c)) {
         swa_case_free(&c);

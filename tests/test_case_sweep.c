@@ -81,6 +81,7 @@ Test(case_sweep, documented_defaults)
     cr_expect(!c->cuda_graph);
     cr_expect_eq(c->graph_capture_requests, 0);
     cr_expect(!c->return_lse);
+    cr_expect_str_eq(c->expect_error, "");
     cr_expect_eq(c->tol.mode, SWA_TOL_DEFAULT);
     cr_expect_eq(c->tol.atol, 0.0);
     cr_expect_eq(c->tol.rtol, 0.0);
@@ -121,6 +122,7 @@ Test(case_sweep, every_field_read)
     cr_expect(c->cuda_graph);
     cr_expect_eq(c->graph_capture_requests, 2);
     cr_expect(c->return_lse);
+    cr_expect_str_eq(c->expect_error, "CUDA-graph");
     swa_case_list_free(&list);
 }
 
@@ -316,7 +318,7 @@ static void expect_same_case(const swa_case *a, const swa_case *b)
               "%s: tolerance", a->id);
     cr_expect(a->dist == b->dist && a->seed == b->seed, "%s: data", a->id);
     cr_expect(a->cuda_graph == b->cuda_graph && a->graph_capture_requests == b->graph_capture_requests &&
-                  a->return_lse == b->return_lse,
+                  a->return_lse == b->return_lse && strcmp(a->expect_error, b->expect_error) == 0,
               "%s: run options", a->id);
 }
 
