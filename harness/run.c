@@ -32,9 +32,9 @@ swa_tolerance swa_tolerance_resolve(const swa_case *c)
     swa_tolerance t = c->tol;
     double atol, rtol, lse_atol;
     swa_tolerance_defaults(c->dtype, &atol, &rtol, &lse_atol);
-    if (t.mode == SWA_TOL_DEFAULT || t.mode == SWA_TOL_BASELINE) {
-        if (!(t.atol > 0)) t.atol = atol;
-        if (!(t.rtol > 0)) t.rtol = rtol;
+    if (t.mode == SWA_TOL_DEFAULT) {
+        t.atol = atol;
+        t.rtol = rtol;
     }
     if (!(t.lse_atol > 0)) t.lse_atol = lse_atol;
     return t;
