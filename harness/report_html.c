@@ -368,7 +368,7 @@ static void put_heatmap(FILE *f, const swa_result *r)
         fprintf(f, ", %d rows per column (maximum shown)", rows_per_col);
     fprintf(f, ". The blue strip marks rows where the window binds (some key is left of p − L); "
                "thin lines separate requests.</p>\n");
-    fprintf(f, "<svg class=\"heatmap\" role=\"img\" aria-label=\"mismatch heatmap\" xmlns=\"http://www.w3.org/2000/svg\" "
+    fprintf(f, "<svg class=\"heatmap\" role=\"img\" aria-label=\"mismatch heatmap\" "
                "width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", width, height, width, height);
     /* window strip */
     fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">window</text>\n", left - 6, top + strip);
