@@ -130,7 +130,8 @@ char *swa_xml_escape(const char *s, bool attr);
 /* s with every byte that is not valid UTF-8 replaced by U+FFFD (JSON must
  * be UTF-8; case files and kernel messages may not be).  Caller frees. */
 char *swa_utf8_sanitize(const char *s);
-/* Markdown table cell: | and ` escaped, newlines to spaces.  Caller frees. */
+/* Markdown table cell: | ` and < escaped, newlines and control characters
+ * to spaces.  Caller frees. */
 char *swa_markdown_cell(const char *s);
 
 /* Seconds since the epoch, wall clock (for created/duration). */
