@@ -118,7 +118,9 @@ static void draw_progress(swa_console *con, const swa_result *last)
                        con->counts[SWA_OUTCOME_ERROR], swa_report_now() - con->started, last->backend, last->id);
     if (len > width)
         line[width] = '\0';
-    fprintf(con->out, "\r\033[K%s", line);
+    char clean[sizeof line * 4];
+    clean_text(line, clean, sizeof clean); /* the id comes from a case file */
+    fprintf(con->out, "\r\033[K%s", clean);
     fflush(con->out);
     con->progress_shown = true;
 }

@@ -15,7 +15,7 @@
  *                  (default: after every result), and at close.
  *
  * Typical use (the run loop):
- *     swa_report *rep = swa_report_open("out", &env, argc, argv, &err);
+ *     swa_report *rep = swa_report_open("out", &env, &err);
  *     for each result: swa_report_add(rep, &result, &err);
  *     swa_report_close(rep, exitcode, &err);
  *

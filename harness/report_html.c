@@ -107,7 +107,7 @@ static const char CSS[] =
     "table{border-collapse:collapse;background:var(--card)}"
     "th,td{padding:4px 10px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}"
     "th{font-weight:600;color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.03em;background:#f0f3f6}"
-    "td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}"
+    "td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
     "table.env{width:100%;border:1px solid var(--line)}table.env th{width:160px;text-transform:none;font-size:13px}"
     "table.env td{font-family:var(--mono);font-size:12.5px;white-space:pre-wrap;word-break:break-all}"
     "table.overview{width:100%;border:1px solid var(--line)}"
@@ -355,7 +355,7 @@ static void put_heatmap(FILE *f, const swa_result *r)
     const int rows_per_col = bin * src_bin;
 
     int cw = 880 / cols;
-    cw = cw > 40 ? 40 : cw < 4 ? 4 : cw;
+    cw = cw > 56 ? 56 : cw < 4 ? 4 : cw;
     int ch = 260 / heads;
     ch = ch > 22 ? 22 : ch < 5 ? 5 : ch;
     const int left = 62, top = 34, strip = 8;
@@ -433,15 +433,22 @@ static void put_heatmap(FILE *f, const swa_result *r)
     for (int h = 0; h < heads; h += hstep)
         fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s%d</text>\n", left - 6, y0 + h * ch + ch / 2 + 4,
                 h == 0 ? "head " : "", h);
-    /* x axis: query rows, about every 70 px */
-    int xstep = (70 + cw - 1) / cw;
-    if (xstep < 1)
-        xstep = 1;
-    for (int x = 0; x < cols; x += xstep) {
-        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#8c959f\"/>", left + x * cw + cw / 2,
-                y0 + plot_h, left + x * cw + cw / 2, y0 + plot_h + 4);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%d</text>\n", left + x * cw + cw / 2,
-                y0 + plot_h + 16, x * rows_per_col);
+    /* x axis: query rows at round numbers (1, 2, 5 x 10^k), >= 70 px apart */
+    double px_per_row = (double)cw / rows_per_col;
+    static const int mantissa[3] = {1, 2, 5};
+    long step = 1, decade = 1;
+    for (int k = 0; step * px_per_row < 70; k++) {
+        if (k == 3) {
+            k = 0;
+            decade *= 10;
+        }
+        step = mantissa[k] * decade;
+    }
+    for (long row = 0; row < source_rows; row += step) {
+        int x = left + (int)((row + 0.5) * px_per_row);
+        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#8c959f\"/>", x, y0 + plot_h, x,
+                y0 + plot_h + 4);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%ld</text>\n", x, y0 + plot_h + 16, row);
     }
     fprintf(f, "<text x=\"%d\" y=\"%d\">query row → (packed over %d request%s; %d rows × %d heads)"
                "</text>\n",
@@ -559,7 +566,11 @@ static void put_case(FILE *f, const swa_result *r, int index, bool open)
             r->num_requests, r->num_requests == 1 ? "" : "s", r->total_qo, r->num_qo_heads, r->num_kv_heads, r->head_dim,
             r->window_left);
     esc(f, r->file);
-    fprintf(f, "</code> · %.3f s</p>\n", r->duration);
+    fprintf(f, "</code> · %.3f s", r->duration);
+    if (r->window_left >= 0)
+        fprintf(f, "<br>Window: a query at position p sees keys [p − %d, p]; the window binds (cuts keys off) from "
+                   "p = %d on.", r->window_left, r->window_left + 1);
+    fputs("</p>\n", f);
 
     if (r->has_compare) {
         const swa_compare_result *c = &r->cmp;
