@@ -23,7 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HEATMAP_MAX_COLUMNS 160 /* displayed row bins; more rows are binned (max) */
+#define HEATMAP_MAX_COLUMNS 128 /* displayed row bins; more rows are binned (max) */
+#define HEATMAP_MAX_TOOLTIPS 1024 /* cells with a <title>; larger maps stay lean */
+#define HEATMAP_MAX_CASES 100   /* failing cases with a heatmap (the worst ones); keeps big runs' pages small */
 #define OPEN_FAILURES 3         /* failing cases whose details start open */
 
 static void esc(FILE *f, const char *s)
@@ -111,7 +113,9 @@ static const char CSS[] =
     "table.env{width:100%;border:1px solid var(--line)}table.env th{width:160px;text-transform:none;font-size:13px}"
     "table.env td{font-family:var(--mono);font-size:12.5px;white-space:pre-wrap;word-break:break-all}"
     "table.overview{width:100%;border:1px solid var(--line)}"
-    "table.overview td.id{font-family:var(--mono);font-size:12.5px;word-break:break-all}"
+    "table.overview td.id{font-family:var(--mono);font-size:12.5px;overflow-wrap:anywhere}"
+    "table.overview td.id .mutant{display:block;color:var(--muted);font-style:italic;font-family:inherit}"
+    "table.overview td.backend{white-space:nowrap}"
     "table.overview tr.failed td:first-child{border-left:4px solid var(--fail)}"
     "table.overview tr.error td:first-child{border-left:4px solid var(--err)}"
     "table.overview tr.passed td:first-child{border-left:4px solid var(--pass)}"
@@ -128,7 +132,7 @@ static const char CSS[] =
     "details.case.failed{border-left:5px solid var(--fail)}details.case.error{border-left:5px solid var(--err)}"
     "details.case.passed{border-left:5px solid var(--pass)}details.case.skipped{border-left:5px solid var(--skip)}"
     "details.case>summary{cursor:pointer;padding:9px 12px;list-style-position:outside}"
-    "details.case>summary .id{font-family:var(--mono);font-weight:600;word-break:break-all}"
+    "details.case>summary .id{font-family:var(--mono);font-weight:600;overflow-wrap:anywhere}"
     "details.case>summary .meta{color:var(--muted);margin-left:6px}"
     "details.case>summary .first{display:block;font-family:var(--mono);font-size:12.5px;margin-top:3px;color:var(--ink)}"
     ".body{padding:4px 16px 16px;border-top:1px solid var(--line)}"
@@ -226,7 +230,17 @@ static void put_header(FILE *f, const swa_run_results *rr)
         fprintf(f, "<h1>swadiff: %d runtime error%s, no mismatch</h1>\n", error, error == 1 ? "" : "s");
     else
         fprintf(f, "<h1>swadiff: all %d passed</h1>\n", passed);
-    fprintf(f, "<div class=\"sub\">%s · %.1f s · exit code %d</div>\n", created, rr->duration, rr->exitcode);
+    fprintf(f, "<div class=\"sub\">%s · %.1f s · exit code %d", created, rr->duration, rr->exitcode);
+    /* a selftest-style run with one mutant on: say so before anyone panics */
+    bool one_mutant = rr->count > 0 && rr->items[0].mutant[0];
+    for (int i = 1; one_mutant && i < rr->count; i++)
+        one_mutant = !strcmp(rr->items[i].mutant, rr->items[0].mutant);
+    if (one_mutant) {
+        fputs(" · mutant <b>", f);
+        esc(f, rr->items[0].mutant);
+        fputs("</b> switched on (a known bug, injected on purpose: failures are the point)", f);
+    }
+    fputs("</div>\n", f);
     fprintf(f,
             "<div class=\"counts\">"
             "<div class=\"count\" id=\"count-total\"><b>%d</b><span>total</span></div>"
@@ -293,7 +307,7 @@ static void put_overview(FILE *f, const swa_run_results *rr, const int *order)
         const char *o = swa_outcome_name(r->outcome);
         fprintf(f, "<tr class=\"%s\" data-outcome=\"%s\" data-text=\"", o, o);
         put_filter_text(f, r);
-        fprintf(f, "\"><td><span class=\"badge %s\">%s</span></td><td>", o, o);
+        fprintf(f, "\"><td><span class=\"badge %s\">%s</span></td><td class=\"backend\">", o, o);
         esc(f, r->backend);
         fputs(" <span class=\"empty\">", f);
         esc(f, r->device);
@@ -301,7 +315,7 @@ static void put_overview(FILE *f, const swa_run_results *rr, const int *order)
         esc(f, r->id);
         fputs("</a>", f);
         if (r->mutant[0]) {
-            fputs(" <span class=\"empty\">mutant ", f);
+            fputs("<span class=\"mutant\">mutant ", f);
             esc(f, r->mutant);
             fputs("</span>", f);
         }
@@ -382,6 +396,7 @@ static void put_heatmap(FILE *f, const swa_result *r)
                        "</title></rect>\n", left + x * cw, top, cw, strip, e);
     }
     const int y0 = top + strip + 4;
+    const bool tooltips = cols * heads <= HEATMAP_MAX_TOOLTIPS;
     /* cells */
     for (int h = 0; h < heads; h++) {
         for (int x = 0; x < cols; x++) {
@@ -396,6 +411,11 @@ static void put_heatmap(FILE *f, const swa_result *r)
             int first = x * rows_per_col, last = (x + 1) * rows_per_col - 1;
             if (last >= source_rows)
                 last = source_rows - 1;
+            if (!tooltips) {
+                fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n", left + x * cw,
+                        y0 + h * ch, cw, ch, color);
+                continue;
+            }
             fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>", left + x * cw,
                     y0 + h * ch, cw, ch, color);
             if (first == last)
@@ -531,7 +551,7 @@ static void put_worst(FILE *f, const swa_compare_result *c)
     fputs("</tbody></table></div>\n", f);
 }
 
-static void put_case(FILE *f, const swa_result *r, int index, bool open)
+static void put_case(FILE *f, const swa_result *r, int index, bool open, bool heatmap)
 {
     const char *o = swa_outcome_name(r->outcome);
     fprintf(f, "<details class=\"case %s\" id=\"case-%d\" data-outcome=\"%s\" data-text=\"", o, index, o);
@@ -585,7 +605,11 @@ static void put_case(FILE *f, const swa_result *r, int index, bool open)
         /* the heatmap shows output errors; an LSE-only failure has none */
         if (r->outcome == SWA_OUTCOME_FAILED && (c->mismatched || c->unwritten)) {
             fputs("<h3>Where it goes wrong</h3>\n", f);
-            put_heatmap(f, r);
+            if (heatmap)
+                put_heatmap(f, r);
+            else
+                fprintf(f, "<p class=\"empty\">Heatmap left out: only the %d worst failures carry one in this page "
+                           "(the matrix is in report.json, row_head_ratio).</p>\n", HEATMAP_MAX_CASES);
         }
         fputs("<div class=\"grid2\">\n", f);
         put_regions(f, r);
@@ -618,7 +642,7 @@ int swa_report_write_html(const swa_run_results *rr, FILE *f)
         const swa_result *r = &rr->items[order[k]];
         bool open = r->outcome == SWA_OUTCOME_FAILED && opened < OPEN_FAILURES;
         opened += open;
-        put_case(f, r, order[k], open);
+        put_case(f, r, order[k], open, k < HEATMAP_MAX_CASES);
     }
     fputs("</section>\n<footer>Generated by swadiff ", f);
     esc(f, rr->env.harness_version);
