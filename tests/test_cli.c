@@ -74,7 +74,8 @@ Test(cli, validate_broken_file_exits_2_with_location)
     int rc = run(SWADIFF_BINARY " validate " DATA "/broken.json", out, sizeof out);
     cr_assert_eq(rc, 2, "exit %d, output:\n%s", rc, out);
     /* "file:line:column: /json/path: message" pointing at kv_len of request 0 */
-    cr_assert(strstr(out, "broken.json:4:") != NULL, "no file:line in:\n%s", out);
+    cr_assert(strstr(out, "broken.json:3:40: /requests/0/kv_len: expected kv_len >= qo_len (8), got 4") != NULL,
+              "expected the exact location and message, got:\n%s", out);
     cr_assert(strstr(out, "/requests/0/kv_len") != NULL, "no JSON path in:\n%s", out);
 }
 
