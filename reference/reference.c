@@ -15,6 +15,7 @@
  * Tests: tests/test_reference.c (against an independent loop oracle),
  * tests/test_reference_lowp.c.  Bench: `swadiff bench --reference`. */
 #include "ref_internal.h"
+#include "ref_exp.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -351,7 +352,7 @@ static int ref_block_exact(ref_job *job, ref_scratch *w, const ref_item *it)
             m = NAN;
         double sum = 0.0;
         for (int j = pb; j < pe; j++) {
-            double e = exp(row[j] - m);
+            double e = ref_exp_nonpositive(row[j] - m);
             row[j] = e;
             sum += e;
         }
@@ -580,6 +581,7 @@ static swa_status ref_build_items(ref_job *job, swa_error *err)
 
 static swa_status ref_run(ref_job *job, swa_error *err)
 {
+    ref_exp_init();
     swa_status st = ref_build_items(job, err);
     if (st != SWA_OK)
         return st;

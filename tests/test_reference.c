@@ -22,6 +22,7 @@
 #include <stdlib.h>
 
 #include "reference/naive.h"
+#include "reference/ref_exp.h"
 #include "reference/ref_internal.h"
 #include "reference/reference.h"
 
@@ -702,6 +703,40 @@ Test(reference_oracle, zero_rows_and_blas_threads_restored)
     cr_assert_eq(openblas_get_num_threads(), blas_threads,
                  "the caller's OpenBLAS thread count (%d) was not restored", blas_threads);
     tcase_free(&t);
+}
+
+/* ------------------------------------------------------------------------- */
+/* The softmax's exp (reference/ref_exp.h) against libm's. */
+
+Test(ref_exp, within_one_ulp_of_libm_on_the_softmax_domain)
+{
+    ref_exp_init();
+    double worst = 0, worst_x = 0;
+    long points = 0;
+    /* a dense sweep of [-746, 0] (steps not commensurate with ln2/128) */
+    for (double x = -746.0; x <= 0.0; x += 0.000173) {
+        double got = ref_exp_nonpositive(x), want = exp(x);
+        double err;
+        if (want >= 0x1p-1022) /* normal: in ulps of the libm value */
+            err = fabs(got - want) / (nextafter(want, INFINITY) - want);
+        else /* subnormal or zero: in units of the smallest subnormal */
+            err = fabs(got - want) / 0x1p-1074;
+        if (err > worst) { worst = err; worst_x = x; }
+        points++;
+    }
+    cr_assert(worst <= 1.0, "ref_exp is %.2f ulp from libm at x = %.17g (%ld points)", worst, worst_x, points);
+    cr_log_info("ref_exp: worst %.2f ulp over %ld points", worst, points);
+
+    const double special[] = {0.0, -0.0, -0x1p-1074, -1e-300, -1e-17, -708.39641853226408,
+                              -709.5, -745.13321910194111, -745.2, -1e300, -INFINITY};
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++) {
+        double got = ref_exp_nonpositive(special[i]), want = exp(special[i]);
+        cr_assert(got == want || fabs(got - want) <= nextafter(want, INFINITY) - want,
+                  "exp(%.17g): %.17g, libm %.17g", special[i], got, want);
+    }
+    cr_assert(isnan(ref_exp_nonpositive(NAN)), "exp(NaN) must be NaN");
+    cr_assert(ref_exp_nonpositive(0.0) == 1.0, "exp(0) must be exactly 1 (a row's maximum weighs 1)");
+    cr_assert(ref_exp_nonpositive(2.0) == exp(2.0), "positive arguments go to libm");
 }
 
 /* ------------------------------------------------------------------------- */
