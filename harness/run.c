@@ -241,6 +241,17 @@ void swa_run_one(const swa_run_config *cfg, swa_case_ctx *ctx, const swa_backend
     if (st != SWA_OK)
         goto fail;
     r->has_compare = true;
+    if (c->expect_error[0]) {
+        /* the backend ran although the case pins a refusal */
+        r->outcome = SWA_OUTCOME_FAILED;
+        snprintf(r->message, sizeof r->message, "expected an error containing \"%s\", but %s ran (%s)",
+                 c->expect_error, b->name, r->cmp.mismatched ? "and mismatched" : "and matched the reference");
+        b->free(plan);
+        free(out_g);
+        free(lse_g);
+        r->duration = swa_now() - t0;
+        return;
+    }
     bool failed = r->cmp.mismatched > 0 || r->cmp.guard_violation || r->cmp.unwritten > 0 ||
                   (r->cmp.lse_compared && r->cmp.lse_mismatched > 0);
     r->outcome = failed ? SWA_OUTCOME_FAILED : SWA_OUTCOME_PASSED;
@@ -281,5 +292,15 @@ fail:
     r->outcome = st == SWA_ERR_UNSUPPORTED ? SWA_OUTCOME_SKIPPED : SWA_OUTCOME_ERROR;
     r->error_status = st;
     snprintf(r->message, sizeof r->message, "%s", err.message[0] ? err.message : "backend failed without a message");
+    if (c->expect_error[0] && st != SWA_ERR_DEVICE && st != SWA_ERR_NOMEM) {
+        /* the case pins a refusal: the right error is a pass */
+        if (strstr(err.message, c->expect_error)) {
+            r->outcome = SWA_OUTCOME_PASSED;
+        } else {
+            r->outcome = SWA_OUTCOME_FAILED;
+            snprintf(r->message, sizeof r->message, "expected an error containing \"%s\", got: %s",
+                     c->expect_error, err.message);
+        }
+    }
     r->duration = swa_now() - t0;
 }
