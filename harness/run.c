@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../reference/reference.h"
 #include "dump.h"
@@ -79,12 +80,37 @@ void swa_reproduce_command(const swa_run_config *cfg, const swa_case *c, const c
         snprintf(buf + k, n - (size_t)k, " --mutant %s", swa_mutant_get(cfg->mutant)->name);
 }
 
+/* Host memory a case may take: SWADIFF_MAX_HOST_BYTES when set (tests,
+ * shared CI machines), else 80% of physical memory. */
+static size_t host_memory_budget(void)
+{
+    const char *env = getenv("SWADIFF_MAX_HOST_BYTES");
+    if (env && *env) {
+        char *end;
+        unsigned long long v = strtoull(env, &end, 10);
+        if (*end == '\0' && v > 0)
+            return (size_t)v;
+    }
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0)
+        return SIZE_MAX;
+    return (size_t)((double)pages * (double)page * 0.8);
+}
+
 swa_status swa_case_ctx_init(swa_case_ctx *ctx, const swa_case *c, const swa_device_ops *dev,
                              swa_error *err)
 {
     memset(ctx, 0, sizeof *ctx);
     ctx->c = c;
     ctx->device = dev;
+    /* refuse before allocating: a case that cannot fit must not take the
+     * machine (or the CI runner) down with it */
+    size_t need = swa_case_host_bytes(c), budget = host_memory_budget();
+    if (need > budget)
+        return swa_error_set(err, SWA_ERR_NOMEM,
+                             "case %s needs about %.2f GiB of host memory (inputs, paged pool, references, "
+                             "outputs) but %.2f GiB are available to swadiff: split the case or run it on a "
+                             "larger machine", c->id, need / 1073741824.0, budget / 1073741824.0);
     swa_status st = swa_inputs_create(c, &ctx->in, err);
     if (st != SWA_OK)
         return st;
