@@ -49,8 +49,7 @@ static void run_case(const char *json, const char *backend, swa_mutant m, outcom
     swa_run_one(&cfg, &ctx, b, &o->r, &out, &lse);
     memset(&o->ex, 0, sizeof o->ex);
     o->ex.best = -1;
-    if (o->r.outcome == SWA_OUTCOME_FAILED) {
-        cr_assert(out);
+    if (o->r.outcome == SWA_OUTCOME_FAILED && out) {
         cr_assert_eq(swa_explain(&ctx, &o->r.tol, out, lse, b->lse_base, &o->ex, &err), SWA_OK, "%s",
                      err.message);
     }
@@ -181,4 +180,26 @@ Test(detect, diagnosis_reaches_the_result)
     cr_assert(strstr(rr.items[0].reproduce, "--mutant mask_compiled_out") != NULL, "%s", rr.items[0].reproduce);
     swa_run_results_free(&rr);
     swa_case_list_free(&list);
+}
+
+/* A case can pin a refusal: decode_aiter must refuse CUDA-graph mode at plan
+ * time; with expect_error the refusal passes, without it it is an error that
+ * names the cause and the remedy, and a backend that runs anyway fails. */
+#define GRAPH_CASE(backend, expect)                                                                      \
+    "{\"name\": \"g\", \"requests\": [{\"qo_len\": 1, \"kv_len\": 40, \"count\": 3}], \"num_qo_heads\": 4," \
+    " \"num_kv_heads\": 1, \"head_dim\": 64, \"dtype\": \"fp16\", \"window_left\": 7, \"cuda_graph\": true," \
+    " \"graph_capture_requests\": 1, \"backends\": [\"" backend "\"]" expect "}"
+
+Test(detect, expected_refusal_passes_and_unexpected_one_is_an_error)
+{
+    outcome o;
+    run_case(GRAPH_CASE("decode_aiter", ", \"expect_error\": \"CUDA-graph\""), "decode_aiter", SWA_MUTANT_NONE, &o);
+    cr_assert_eq(o.r.outcome, SWA_OUTCOME_PASSED, "%s", o.r.message);
+    run_case(GRAPH_CASE("decode_aiter", ""), "decode_aiter", SWA_MUTANT_NONE, &o);
+    cr_assert_eq(o.r.outcome, SWA_OUTCOME_ERROR);
+    cr_assert(strstr(o.r.message, "CUDA-graph") && strstr(o.r.message, "decode_fa2"),
+              "the refusal must name the cause and the remedy: %s", o.r.message);
+    run_case(GRAPH_CASE("decode_fa2", ", \"expect_error\": \"CUDA-graph\""), "decode_fa2", SWA_MUTANT_NONE, &o);
+    cr_assert_eq(o.r.outcome, SWA_OUTCOME_FAILED, "decode_fa2 supports CUDA graphs: %s", o.r.message);
+    swa_compare_result_free(&o.r.cmp);
 }
