@@ -168,11 +168,13 @@ Test(case_sweep, folder_loads_in_path_order)
     char path[1024];
     snprintf(path, sizeof path, "%s/cases_good", SWADIFF_TEST_DATA);
     swa_case_list list = load(path);
-    cr_assert_eq(list.count, 1 + 1 + 48 + 8, "got %d", list.count);
-    cr_expect_str_eq(list.cases[0].id, "all_fields/everything_set");
-    cr_expect_str_eq(list.cases[1].id, "minimal/only_required");
-    cr_expect_str_eq(list.cases[2].id, "sweep_order/grid:r0.kv_len=9,r1.count=1,dtype=fp16,window_left=-1,soft_cap=0");
-    cr_expect(strstr(list.cases[0].file, "cases_good/all_fields.json") != NULL, "file %s", list.cases[0].file);
+    cr_assert_eq(list.count, 1 + 1 + 1 + 48 + 8, "got %d", list.count);
+    cr_expect_str_eq(list.cases[0].id, "aiter_graph_rejected/aiter_rejects_graph");
+    cr_expect_str_eq(list.cases[0].expect_error, "CUDA-graph");
+    cr_expect_str_eq(list.cases[1].id, "all_fields/everything_set");
+    cr_expect_str_eq(list.cases[2].id, "minimal/only_required");
+    cr_expect_str_eq(list.cases[3].id, "sweep_order/grid:r0.kv_len=9,r1.count=1,dtype=fp16,window_left=-1,soft_cap=0");
+    cr_expect(strstr(list.cases[1].file, "cases_good/all_fields.json") != NULL, "file %s", list.cases[1].file);
     swa_case_list_free(&list);
 }
 
