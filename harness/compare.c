@@ -260,9 +260,14 @@ static swa_status resolve_tolerance(const swa_case *c, swa_compare_result *res, 
             return swa_error_set(err, SWA_ERR_INVALID,
                                  "%s: baseline tolerance needs factor > 0 (got %g); the usual value is 2",
                                  c->id, c->tol.factor);
+        /* case files cannot set the floor (the loader rejects atol/rtol
+         * with mode "baseline"): 0 means "the dtype's floor" */
         res->factor = c->tol.factor;
-        res->atol = c->tol.atol >= 0 ? c->tol.atol : 0;
-        res->rtol = c->tol.rtol >= 0 ? c->tol.rtol : 0;
+        swa_tolerance_baseline_defaults(c->dtype, NULL, &res->atol, &res->rtol);
+        if (c->tol.atol > 0)
+            res->atol = c->tol.atol;
+        if (c->tol.rtol > 0)
+            res->rtol = c->tol.rtol;
         return SWA_OK;
     }
     return swa_error_set(err, SWA_ERR_INVALID, "%s: unknown tolerance mode %d", c->id, (int)c->tol.mode);

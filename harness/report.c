@@ -426,7 +426,7 @@ char *swa_markdown_cell(const char *s)
             sb_put(&b, "\\`", 2);
         else if (*p == '<')
             sb_put(&b, "&lt;", 4); /* GitHub renders some HTML in summaries */
-        else if (*p == '\n' || *p == '\r')
+        else if (*p == '\n' || *p == '\r' || (unsigned char)*p < 0x20 || *p == 0x7f)
             sb_put(&b, " ", 1);
         else
             sb_put(&b, p, 1);

@@ -15,7 +15,7 @@
  *                  (default: after every result), and at close.
  *
  * Typical use (the run loop):
- *     swa_report *rep = swa_report_open("out", &env, argc, argv, &err);
+ *     swa_report *rep = swa_report_open("out", &env, &err);
  *     for each result: swa_report_add(rep, &result, &err);
  *     swa_report_close(rep, exitcode, &err);
  *
@@ -130,7 +130,8 @@ char *swa_xml_escape(const char *s, bool attr);
 /* s with every byte that is not valid UTF-8 replaced by U+FFFD (JSON must
  * be UTF-8; case files and kernel messages may not be).  Caller frees. */
 char *swa_utf8_sanitize(const char *s);
-/* Markdown table cell: | and ` escaped, newlines to spaces.  Caller frees. */
+/* Markdown table cell: | ` and < escaped, newlines and control characters
+ * to spaces.  Caller frees. */
 char *swa_markdown_cell(const char *s);
 
 /* Seconds since the epoch, wall clock (for created/duration). */
