@@ -611,10 +611,13 @@ static void put_case(FILE *f, const swa_result *r, int index, bool open, bool he
                 fprintf(f, "<p class=\"empty\">Heatmap left out: only the %d worst failures carry one in this page "
                            "(the matrix is in report.json, row_head_ratio).</p>\n", HEATMAP_MAX_CASES);
         }
-        fputs("<div class=\"grid2\">\n", f);
-        put_regions(f, r);
-        put_worst(f, c);
-        fputs("</div>\n", f);
+        /* a pass: the statistics above say enough; big runs stay small */
+        if (r->outcome != SWA_OUTCOME_PASSED) {
+            fputs("<div class=\"grid2\">\n", f);
+            put_regions(f, r);
+            put_worst(f, c);
+            fputs("</div>\n", f);
+        }
     } else if (r->outcome == SWA_OUTCOME_ERROR || r->outcome == SWA_OUTCOME_SKIPPED) {
         fputs("<pre>", f);
         esc(f, r->message);
