@@ -800,7 +800,12 @@ swa_status swa_report_read(const char *path, swa_run_results *rr, swa_error *err
         p += n + (nl ? 1 : 0);
     }
     if (empty_rr) {
+        /* a killed run never wrote its duration: the results' own time is
+         * the best lower bound there is */
         rr->duration = 0;
+        for (int i = 0; i < rr->count; i++)
+            if (isfinite(rr->items[i].duration) && rr->items[i].duration > 0)
+                rr->duration += rr->items[i].duration;
         rr->exitcode = swa_run_results_summary(rr, NULL, NULL, NULL, NULL);
     }
 done:
