@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define SWA_JSON_MAX_MEMBERS 256
+
 /* ---------------------------------------------------------------------------
  * paths and messages */
 
@@ -199,11 +201,16 @@ static int walk_object(walker *w, const cJSON *item, const char *path, int depth
         w->off++;
         return child ? lost(w, path) : 0;
     }
-    for (;; child = child->next) {
+    for (int members = 0;; child = child->next, members++) {
         if (!child || peek(w) != '"' || !child->string)
             return lost(w, path);
         size_t key_offset = w->off;
         swa_json_path_key(child_path, sizeof child_path, path, child->string);
+        /* no case-file object has more than a few dozen keys; the bound
+         * keeps the duplicate check below cheap on hostile input */
+        if (members == SWA_JSON_MAX_MEMBERS)
+            return swa_json_fail(w->doc, w->err, key_offset, child_path,
+                                 "expected at most %d keys in one object", SWA_JSON_MAX_MEMBERS);
         if (skip_string(w, child_path))
             return -1;
         /* duplicate keys: cJSON keeps both and lookups see only the first */

@@ -51,7 +51,7 @@ typedef enum {
     F_NAME, F_DESCRIPTION, F_REQUESTS, F_NUM_QO_HEADS, F_NUM_KV_HEADS, F_HEAD_DIM, F_DTYPE,
     F_PAGE_SIZE, F_LAYOUT, F_KV_MODE, F_CAUSAL, F_WINDOW_LEFT, F_SOFT_CAP, F_SM_SCALE,
     F_BACKENDS, F_TOLERANCE, F_DATA, F_SEED, F_CUDA_GRAPH, F_GRAPH_CAPTURE_REQUESTS,
-    F_RETURN_LSE, F_COUNT
+    F_RETURN_LSE, F_EXPECT_ERROR, F_COUNT
 } field_id;
 
 typedef enum { R_QO_LEN, R_KV_LEN, R_COUNT, R_FIELDS } request_field;
@@ -104,6 +104,7 @@ static const key_spec CASE_KEYS[F_COUNT] = {
     [F_GRAPH_CAPTURE_REQUESTS] = {"graph_capture_requests", K_INT, false, 1, MAX_REQUESTS - 1, NULL, 0,
                                   NULL, false, NULL},
     [F_RETURN_LSE] = {"return_lse", K_BOOL, false, 0, 0, NULL, 0, NULL, false, NULL},
+    [F_EXPECT_ERROR] = {"expect_error", K_SPECIAL, false, 0, 0, NULL, 0, NULL, false, NULL},
 };
 
 static const key_spec REQUEST_KEYS[R_FIELDS] = {
@@ -233,6 +234,7 @@ typedef struct case_state {
     const swa_json_doc *doc;
     swa_load_error *err;
     const cJSON *object;          /* the case object (position of "missing" errors) */
+    int line;                     /* its line, computed once for all expansions */
     char object_path[PATH_N];
     const cJSON *present[F_COUNT];/* member node of each key present (value) */
     const cJSON *name_node;
@@ -245,6 +247,7 @@ typedef struct case_state {
     int field_axis[F_COUNT];      /* axis of a case-level key, -1 when absent */
     unsigned backends;
     swa_tolerance tol;
+    const char *expect_error;     /* NULL: none */
 } case_state;
 
 static void case_state_free(case_state *cs)
@@ -366,6 +369,63 @@ static bool values_equal(const key_spec *spec, const value *a, const value *b)
     return a->i == b->i;
 }
 
+static const key_spec *sort_spec; /* qsort has no context argument in C11 */
+static const value *sort_values;
+
+static int compare_value_order(const void *pa, const void *pb)
+{
+    int a = *(const int *)pa, b = *(const int *)pb;
+    const value *x = &sort_values[a], *y = &sort_values[b];
+    int c;
+    if (sort_spec->kind == K_U64)
+        c = (x->u > y->u) - (x->u < y->u);
+    else if (sort_spec->kind == K_NUM)
+        c = (x->d > y->d) - (x->d < y->d);
+    else
+        c = (x->i > y->i) - (x->i < y->i);
+    return c ? c : (a > b) - (a < b);
+}
+
+/* A sweep lists each value once (two equal values would make two cases
+ * with one id).  Sorting keeps long sweeps (thousands of seeds) cheap; the
+ * error points at the earliest repeat in file order. */
+static int check_distinct(case_state *cs, const axis *a)
+{
+    if (a->count < 2)
+        return 0;
+    int *order = malloc((size_t)a->count * sizeof *order);
+    if (!order)
+        return swa_json_fail(cs->doc, cs->err, swa_json_value_offset(cs->doc, a->values[0].node), a->path,
+                             "out of memory");
+    for (int i = 0; i < a->count; i++)
+        order[i] = i;
+    sort_spec = a->spec;
+    sort_values = a->values;
+    qsort(order, (size_t)a->count, sizeof *order, compare_value_order);
+    int repeat = -1, first = -1;
+    for (int i = 1; i < a->count; i++) {
+        if (!values_equal(a->spec, &a->values[order[i - 1]], &a->values[order[i]]))
+            continue;
+        if (repeat < 0 || order[i] < repeat) {
+            repeat = order[i];
+            int j = i - 1;
+            while (j > 0 && values_equal(a->spec, &a->values[order[j - 1]], &a->values[order[i]]))
+                j--;
+            first = order[j];
+        }
+    }
+    free(order);
+    if (repeat < 0)
+        return 0;
+    int line, column;
+    char element_path[PATH_N];
+    swa_json_line_col(cs->doc, swa_json_value_offset(cs->doc, a->values[first].node), &line, &column);
+    swa_json_path_index(element_path, sizeof element_path, a->path, repeat);
+    return swa_json_fail(cs->doc, cs->err, swa_json_value_offset(cs->doc, a->values[repeat].node), element_path,
+                         "duplicate value in the sweep (first at line %d, column %d); expected distinct values",
+                         line, column);
+}
+
 /* A scalar or a list of scalars becomes one axis. */
 static int read_axis(case_state *cs, const key_spec *spec, const cJSON *v, const char *path,
                      const char *axis_name, int field, int request, int *axis_index)
@@ -395,17 +455,8 @@ static int read_axis(case_state *cs, const key_spec *spec, const cJSON *v, const
         swa_json_path_index(element_path, sizeof element_path, path, index);
         if (read_scalar(cs, spec, e, element_path, &a->values[index]))
             return -1;
-        for (int j = 0; j < index; j++) {
-            if (values_equal(spec, &a->values[j], &a->values[index])) {
-                int line, column;
-                swa_json_line_col(cs->doc, swa_json_value_offset(cs->doc, a->values[j].node), &line, &column);
-                return swa_json_fail(cs->doc, cs->err, swa_json_value_offset(cs->doc, e), element_path,
-                                     "duplicate value in the sweep (first at line %d, column %d); "
-                                     "expected distinct values", line, column);
-            }
-        }
     }
-    return 0;
+    return check_distinct(cs, a);
 }
 
 /* ---------------------------------------------------------------------------
@@ -606,6 +657,21 @@ static int read_tolerance(case_state *cs, const cJSON *v, const char *path)
     return 0;
 }
 
+/* Free text matched against a backend's plan error; not a sweep (it would
+ * put arbitrary text into the id). */
+static int read_expect_error(case_state *cs, const cJSON *v, const char *path)
+{
+    char got[64];
+    describe_value(cs->doc, v, got, sizeof got);
+    if (!cJSON_IsString(v) || !v->valuestring[0] || strlen(v->valuestring) >= SWA_NAME_MAX)
+        return swa_json_fail(cs->doc, cs->err, swa_json_value_offset(cs->doc, v), path,
+                             "expected a non-empty string of at most %d characters that the plan error must "
+                             "contain, got %s%s", SWA_NAME_MAX - 1, got,
+                             cJSON_IsArray(v) ? " (expect_error cannot be swept)" : "");
+    cs->expect_error = v->valuestring;
+    return 0;
+}
+
 /* ---------------------------------------------------------------------------
  * One member of a case object (or of "defaults"). */
 
@@ -647,6 +713,8 @@ static int read_member(case_state *cs, int f, const cJSON *m, const char *path)
         return read_backends(cs, m, path);
     case F_TOLERANCE:
         return read_tolerance(cs, m, path);
+    case F_EXPECT_ERROR:
+        return read_expect_error(cs, m, path);
     default:
         return read_axis(cs, &CASE_KEYS[f], m, path, CASE_KEYS[f].key, f, -1, &cs->field_axis[f]);
     }
@@ -790,8 +858,14 @@ static int id_set_insert(id_set *set, int index)
     return -1;
 }
 
+/* Shortest text that reads back as x: integers as integers ("50", not
+ * "5e+01"), everything else in the shortest %g form that round-trips. */
 static void format_number(double x, char *buf, size_t n)
 {
+    if (x == (double)(long long)x && x > -1e15 && x < 1e15) {
+        snprintf(buf, n, "%lld", (long long)x);
+        return;
+    }
     for (int precision = 1; precision <= 17; precision++) {
         snprintf(buf, n, "%.*g", precision, x);
         if (strtod(buf, NULL) == x)
@@ -972,8 +1046,7 @@ static int expand_one(expander *ex)
     snprintf(c.id, sizeof c.id, "%s", id);
     snprintf(c.file, sizeof c.file, "%s", ex->file);
     snprintf(c.name, sizeof c.name, "%s", cs->name);
-    int column;
-    swa_json_line_col(doc, swa_json_value_offset(doc, cs->object), &c.line, &column);
+    c.line = cs->line;
     c.num_requests = (int)num_requests;
     c.qo_len = malloc((size_t)num_requests * sizeof *c.qo_len);
     c.kv_len = malloc((size_t)num_requests * sizeof *c.kv_len);
@@ -1009,6 +1082,7 @@ static int expand_one(expander *ex)
     c.cuda_graph = cuda_graph;
     c.graph_capture_requests = capture ? (int)capture->i : 0;
     c.return_lse = (v = field_value(ex, F_RETURN_LSE)) ? v->i != 0 : false;
+    snprintf(c.expect_error, sizeof c.expect_error, "%s", cs->expect_error ? cs->expect_error : "");
 
     if (append_case(ex, &c)) {
         swa_case_free(&c);
@@ -1043,13 +1117,17 @@ static int expand_case(expander *ex, long long *budget)
             used += (size_t)snprintf(sizes + used, sizeof sizes - used, "%s%s: %d", used ? " x " : "",
                                      cs->axes[a].name, cs->axes[a].count);
     }
-    if (total > *budget)
+    if (total > *budget) {
+        long long file_total = SWA_MAX_EXPANDED_CASES - *budget + total;
+        bool more = total > SWA_MAX_EXPANDED_CASES; /* saturated above: the true count is unknown */
         return swa_json_fail(cs->doc, cs->err, swa_json_value_offset(cs->doc, cs->object), cs->object_path,
-                             "expected sweeps that expand to at most %d cases per file, got %s%lld here (%s)",
-                             SWA_MAX_EXPANDED_CASES, total > SWA_MAX_EXPANDED_CASES ? "more than " : "",
-                             total > SWA_MAX_EXPANDED_CASES ? (long long)SWA_MAX_EXPANDED_CASES : total,
-                             sizes);
+                             "expected at most %d expanded cases per file, got %s%lld with this case (%s)",
+                             SWA_MAX_EXPANDED_CASES, more ? "more than " : "",
+                             more ? (long long)SWA_MAX_EXPANDED_CASES : file_total, sizes);
+    }
     *budget -= total;
+    int column;
+    swa_json_line_col(cs->doc, swa_json_value_offset(cs->doc, cs->object), &cs->line, &column);
     ex->pick = calloc((size_t)(cs->num_axes ? cs->num_axes : 1), sizeof *ex->pick);
     if (!ex->pick)
         return swa_json_fail(cs->doc, cs->err, swa_json_value_offset(cs->doc, cs->object), cs->object_path,

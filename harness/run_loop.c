@@ -396,6 +396,9 @@ int swa_run_selected(const swa_run_config *cfg, const swa_case_list *all, const 
             fprintf(stderr, "swadiff: --report %s: %s\n", report_dir, err.message);
             return SWA_EXIT_USAGE;
         }
+        /* results.jsonl gets every result at once (fsync'ed); the three
+         * whole-run files are rewritten at most every 2 s and at the end */
+        swa_report_set_flush_interval(ls.report, 2.0);
     }
     if (!cfg->quiet)
         ls.console = swa_console_open(stdout, ls.total_pairs, false);

@@ -15,6 +15,8 @@
  * |expected| would blow up on outputs that cancel to near zero). */
 #include <criterion/criterion.h>
 
+#include <cblas.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -476,7 +478,8 @@ static void random_lengths(uint64_t *s, int B, int qo_max, int kv_extra_max, boo
     }
 }
 
-/* Window edges relative to kv_len: 0, 1, 2, kv-2, kv-1, kv, > kv, none. */
+/* Window edges relative to kv_len: 0, 1, 2, kv-2, kv-1, kv, > kv, INT_MAX
+ * (p - L must not overflow), none. */
 static int edge_window(int which, int kv)
 {
     switch (which) {
@@ -487,6 +490,7 @@ static int edge_window(int which, int kv)
     case 4: return kv - 1 > 0 ? kv - 1 : 0;
     case 5: return kv;
     case 6: return kv + 17;
+    case 7: return INT_MAX;
     default: return -1;
     }
 }
@@ -498,7 +502,7 @@ Test(reference_oracle, random_window_edges_gqa_softcap)
     uint64_t s = 12345;
     int cases = 0;
     double worst = 0;
-    for (int which = 0; which < 8; which++)
+    for (int which = 0; which < 9; which++)
         for (int gi = 0; gi < 3; gi++)
             for (int mode = 0; mode < 4; mode++) {
                 /* mode: 0 causal prefill, 1 causal decode, 2 non-causal, 3 soft-capped causal */
@@ -677,6 +681,26 @@ Test(reference_oracle, deterministic_across_threads_and_modes)
     ref_set_parallel_mode(REF_PAR_WORKERS);
     swa_reference_set_threads(0);
     free(base); free(other); free(lbase); free(lother);
+    tcase_free(&t);
+}
+
+/* Requests without query rows, and a batch of none, are fine and touch
+ * nothing; the OpenBLAS thread count the caller set survives a call. */
+Test(reference_oracle, zero_rows_and_blas_threads_restored)
+{
+    const int qo[] = {0, 4, 0}, kv[] = {5, 9, 0};
+    tcase t;
+    tcase_make(&t, 3, qo, kv, 2, 1, 8, SWA_DTYPE_FP16, true, 2, 0.0, 1.0, 17);
+    snprintf(t.desc, sizeof t.desc, "requests with qo_len 0");
+    check_against_oracle(&t, NULL);
+    openblas_set_num_threads(2); /* capped at the CPUs OpenBLAS found */
+    int blas_threads = openblas_get_num_threads();
+    t.c.num_requests = t.in.num_requests = 0;
+    t.in.total_qo = t.in.total_kv = 0;
+    swa_error err = {0};
+    cr_assert_eq(swa_reference(&t.c, &t.in, NULL, NULL, NULL, &err), SWA_OK, "empty batch: %s", err.message);
+    cr_assert_eq(openblas_get_num_threads(), blas_threads,
+                 "the caller's OpenBLAS thread count (%d) was not restored", blas_threads);
     tcase_free(&t);
 }
 
