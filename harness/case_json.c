@@ -571,6 +571,12 @@ static bool syntax_check(const swa_json_doc *doc, size_t *error_offset, char *me
                          size_t path_n)
 {
     syntax s = {.doc = doc};
+    if (doc->length >= 3 && memcmp(doc->text, "\xef\xbb\xbf", 3) == 0) {
+        *error_offset = 0;
+        snprintf(message, n, "invalid JSON: the file starts with a UTF-8 byte order mark; save it without one");
+        snprintf(path, path_n, "%s", "");
+        return false;
+    }
     syntax_ws(&s);
     if (syntax_value(&s, 0, "")) {
         syntax_ws(&s);

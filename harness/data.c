@@ -12,7 +12,8 @@
  *
  * Distributions.
  *   normal   Irwin–Hall: sum of 12 uniforms minus 6 (mean 0, variance 1,
- *            tails cut at +-6).  No libm, so every machine agrees bit for bit.
+ *            tails cut at +-6), summed as exact 53-bit integers and scaled
+ *            once.  No libm, so every machine agrees bit for bit.
  *   uniform  2u - 1, in [-1, 1).
  *   poison   normal values, except that keys no query of their request may
  *            see get V = +4096 (even dims) / -4096 (odd dims).  With

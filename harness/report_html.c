@@ -180,8 +180,21 @@ static const char SCRIPT[] =
     "    });\n"
     "    document.getElementById('shown').textContent = shown + ' shown';\n"
     "  }\n"
-    "  boxes.forEach(function (b) { b.addEventListener('change', apply); });\n"
-    "  text.addEventListener('input', apply);\n"
+    "  function save() {\n"
+    "    var on = [];\n"
+    "    boxes.forEach(function (b) { if (b.checked) on.push(b.value); });\n"
+    "    var h = 'show=' + on.join(',') + (text.value ? '&q=' + encodeURIComponent(text.value) : '');\n"
+    "    history.replaceState(null, '', '#' + h);\n"
+    "  }\n"
+    "  // a link like report.html#show=failed&q=decode opens filtered (shareable)\n"
+    "  var hash = new URLSearchParams(location.hash.slice(1));\n"
+    "  if (hash.has('show')) {\n"
+    "    var want = hash.get('show').split(',');\n"
+    "    boxes.forEach(function (b) { b.checked = want.indexOf(b.value) >= 0; });\n"
+    "  }\n"
+    "  if (hash.has('q')) text.value = hash.get('q');\n"
+    "  boxes.forEach(function (b) { b.addEventListener('change', function () { apply(); save(); }); });\n"
+    "  text.addEventListener('input', function () { apply(); save(); });\n"
     "  document.querySelectorAll('button.copy').forEach(function (b) {\n"
     "    b.hidden = false;\n"
     "    b.addEventListener('click', function () {\n"
@@ -611,10 +624,13 @@ static void put_case(FILE *f, const swa_result *r, int index, bool open, bool he
                 fprintf(f, "<p class=\"empty\">Heatmap left out: only the %d worst failures carry one in this page "
                            "(the matrix is in report.json, row_head_ratio).</p>\n", HEATMAP_MAX_CASES);
         }
-        fputs("<div class=\"grid2\">\n", f);
-        put_regions(f, r);
-        put_worst(f, c);
-        fputs("</div>\n", f);
+        /* a pass: the statistics above say enough; big runs stay small */
+        if (r->outcome != SWA_OUTCOME_PASSED) {
+            fputs("<div class=\"grid2\">\n", f);
+            put_regions(f, r);
+            put_worst(f, c);
+            fputs("</div>\n", f);
+        }
     } else if (r->outcome == SWA_OUTCOME_ERROR || r->outcome == SWA_OUTCOME_SKIPPED) {
         fputs("<pre>", f);
         esc(f, r->message);

@@ -205,6 +205,7 @@ ParameterizedTestParameters(case_load, syntax_error_is_located)
         {"{'n': 1}", 1, 2, "/", "invalid JSON: expected a key in double quotes, got '''"},
         {"{\"a\": [{\"b\": [1, {\"c\": \"}]\\\"\"}] 2]}", 1, 33, "/a/0/b", "invalid JSON: expected ',' or '}' after a member, got '2'"},
         {"{} {}", 1, 4, "/", "invalid JSON: trailing characters after the top-level value"},
+        {"\xef\xbb\xbf{}", 1, 1, "/", "invalid JSON: the file starts with a UTF-8 byte order mark; save it without one"},
         {"{\"name\": \"x\"\0}", 1, 13, "/", "invalid JSON: NUL byte in the file"},
     };
     return cr_make_param_array(struct bad_text, params, sizeof params / sizeof params[0]);

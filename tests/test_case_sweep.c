@@ -9,7 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "harness/case.h"
+#include "harness/case_internal.h" /* the loader's key table, for the schema check */
 
 static swa_case_list load(const char *path)
 {
@@ -168,11 +171,13 @@ Test(case_sweep, folder_loads_in_path_order)
     char path[1024];
     snprintf(path, sizeof path, "%s/cases_good", SWADIFF_TEST_DATA);
     swa_case_list list = load(path);
-    cr_assert_eq(list.count, 1 + 1 + 48 + 8, "got %d", list.count);
-    cr_expect_str_eq(list.cases[0].id, "all_fields/everything_set");
-    cr_expect_str_eq(list.cases[1].id, "minimal/only_required");
-    cr_expect_str_eq(list.cases[2].id, "sweep_order/grid:r0.kv_len=9,r1.count=1,dtype=fp16,window_left=-1,soft_cap=0");
-    cr_expect(strstr(list.cases[0].file, "cases_good/all_fields.json") != NULL, "file %s", list.cases[0].file);
+    cr_assert_eq(list.count, 1 + 1 + 1 + 48 + 8, "got %d", list.count);
+    cr_expect_str_eq(list.cases[0].id, "aiter_graph_rejected/aiter_rejects_graph");
+    cr_expect_str_eq(list.cases[0].expect_error, "CUDA-graph");
+    cr_expect_str_eq(list.cases[1].id, "all_fields/everything_set");
+    cr_expect_str_eq(list.cases[2].id, "minimal/only_required");
+    cr_expect_str_eq(list.cases[3].id, "sweep_order/grid:r0.kv_len=9,r1.count=1,dtype=fp16,window_left=-1,soft_cap=0");
+    cr_expect(strstr(list.cases[1].file, "cases_good/all_fields.json") != NULL, "file %s", list.cases[1].file);
     swa_case_list_free(&list);
 }
 
@@ -397,4 +402,47 @@ Test(case_sweep, sweep_cap_counts_the_whole_file)
     cr_expect_str_eq(err.message, "expected at most 100000 expanded cases per file, got 120000 with this case (seed: 60000)",
                      "%s", err.message);
     free(big);
+}
+
+/* The published schema and the loader agree on the keys, and every key is
+ * documented (the schema is the format's reference). */
+Test(case_sweep, schema_documents_every_loader_key)
+{
+    FILE *f = fopen(SWADIFF_SOURCE_DIR "/cases/schema/case.schema.json", "rb");
+    cr_assert_not_null(f);
+    static char text[1 << 17];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    cJSON *schema = cJSON_Parse(text);
+    cr_assert_not_null(schema, "schema is not JSON");
+    cJSON *defs = cJSON_GetObjectItemCaseSensitive(schema, "$defs");
+    cJSON *props = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(defs, "caseKeys"), "properties");
+    cr_assert_not_null(props);
+    int documented = 0;
+    for (cJSON *p = props->child; p; p = p->next, documented++) {
+        bool known = false;
+        for (int k = 0; k < F_COUNT; k++)
+            known = known || strcmp(swa_case_keys[k].key, p->string) == 0;
+        cr_expect(known, "schema documents \"%s\", which the loader rejects", p->string);
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(p, "description");
+        if (!d) /* a $ref'd definition carries the description */
+            d = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(defs, p->string), "description");
+        cr_expect(cJSON_IsString(d) && strlen(d->valuestring) > 10, "\"%s\" has no description", p->string);
+    }
+    cr_expect_eq(documented, F_COUNT, "schema documents %d keys, the loader knows %d", documented, F_COUNT);
+    cJSON *required = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(defs, "case"), "required");
+    for (int k = 0; k < F_COUNT; k++) {
+        bool listed = false;
+        for (cJSON *r = required ? required->child : NULL; r; r = r->next)
+            listed = listed || strcmp(r->valuestring, swa_case_keys[k].key) == 0;
+        cr_expect_eq(listed, swa_case_keys[k].required, "\"%s\": required in the schema %d, in the loader %d",
+                     swa_case_keys[k].key, listed, swa_case_keys[k].required);
+    }
+    cJSON *request = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(defs, "request"), "properties");
+    const char *request_keys[] = {"qo_len", "kv_len", "count"};
+    cr_expect_eq(cJSON_GetArraySize(request), 3);
+    for (int k = 0; k < 3; k++)
+        cr_expect_not_null(cJSON_GetObjectItemCaseSensitive(request, request_keys[k]), "request key %s", request_keys[k]);
+    cJSON_Delete(schema);
 }

@@ -33,7 +33,7 @@ static const char *find_chromium(void)
 }
 
 /* stdout of chromium --dump-dom (stderr, full of D-Bus noise, dropped) */
-static char *dump_dom(const char *html_path)
+static char *dump_dom(const char *html_path, const char *hash)
 {
     const char *chromium = find_chromium();
     cr_assert_not_null(chromium, "chromium not found on PATH: the HTML report tests need headless Chromium "
@@ -42,7 +42,7 @@ static char *dump_dom(const char *html_path)
     fix_tmpdir(profile, sizeof profile);
     char user_data[300];
     snprintf(user_data, sizeof user_data, "--user-data-dir=%s", profile);
-    snprintf(url, sizeof url, "file://%s", html_path);
+    snprintf(url, sizeof url, "file://%s%s", html_path, hash);
     char *argv[] = {"timeout", "120", (char *)chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                     "--no-first-run", "--disable-background-networking", "--disable-component-update",
                     "--disable-sync", user_data, "--dump-dom", url, NULL};
@@ -99,7 +99,7 @@ Test(report_html, renders_summary_failures_heatmap_and_escapes, .timeout = 240)
 {
     char path[300];
     write_html(path, sizeof path);
-    char *dom = dump_dom(path);
+    char *dom = dump_dom(path, "");
 
     /* summary counts on top */
     cr_expect(strstr(dom, "<h1>swadiff: 3 of 6 failed</h1>") != NULL, "verdict heading missing");
@@ -141,6 +141,44 @@ Test(report_html, renders_summary_failures_heatmap_and_escapes, .timeout = 240)
     /* the filter script ran: bar visible, counter filled in */
     cr_expect(strstr(dom, "<div class=\"filters\" id=\"filters\">") != NULL, "filter bar should be shown with JS");
     cr_expect(strstr(dom, "6 shown") != NULL, "filter counter");
+    free(dom);
+}
+
+/* Is the overview row whose data-text starts with id_prefix hidden?  Looks
+ * at that row's start tag only. */
+static bool row_hidden(const char *dom, const char *id_prefix)
+{
+    char needle[300];
+    snprintf(needle, sizeof needle, "data-text=\"%s", id_prefix);
+    const char *at = strstr(dom, needle);
+    cr_assert_not_null(at, "no overview row for %s", id_prefix);
+    const char *start = at;
+    while (start > dom && strncmp(start, "<tr", 3))
+        start--;
+    const char *end = strchr(at, '>');
+    const char *h = strstr(start, " hidden");
+    return h && h < end;
+}
+
+Test(report_html, filter_from_link_hides_other_cases, .timeout = 240)
+{
+    char path[300];
+    write_html(path, sizeof path);
+    /* failed cases whose text contains "decode": the hostile fp32 case and
+     * the LSE case; the prefill failure and every non-failure are hidden */
+    char *dom = dump_dom(path, "#show=failed&q=decode");
+    cr_expect(strstr(dom, "2 shown") != NULL, "filter counter:\n%.200s", strstr(dom, "id=\"shown\""));
+    cr_expect(row_hidden(dom, "seeds/000_paged_prefill"), "the prefill failure should be hidden");
+    cr_expect(row_hidden(dom, "decode/window_sweep"), "the passing case should be hidden");
+    cr_expect(row_hidden(dom, "decode/cuda_graph"), "the error should be hidden");
+    cr_expect_not(row_hidden(dom, "decode/aiter_lse"), "the matching LSE failure should stay visible");
+    cr_expect_not(row_hidden(dom, "&lt;script&gt;"), "the matching hostile failure should stay visible");
+    free(dom);
+
+    /* and the unfiltered page hides nothing */
+    dom = dump_dom(path, "");
+    cr_expect_not(row_hidden(dom, "seeds/000_paged_prefill"));
+    cr_expect_not(row_hidden(dom, "decode/window_sweep"));
     free(dom);
 }
 
