@@ -240,12 +240,12 @@ static swa_status resolve_tolerance(const swa_case *c, swa_compare_result *res, 
     double def_atol, def_rtol, def_lse;
     swa_tolerance_defaults(c->dtype, &def_atol, &def_rtol, &def_lse);
     res->tol_mode = c->tol.mode;
-    *lse_atol = c->tol.lse_atol > 0 ? c->tol.lse_atol : def_lse;
+    /* lse_atol < 0: not given (the per-dtype default); 0 asks for exact LSE */
+    *lse_atol = c->tol.lse_atol >= 0 ? c->tol.lse_atol : def_lse;
     switch (c->tol.mode) {
     case SWA_TOL_DEFAULT:
         res->atol = def_atol;
         res->rtol = def_rtol;
-        *lse_atol = def_lse;
         return SWA_OK;
     case SWA_TOL_ABS_REL:
         if (!(c->tol.atol >= 0) || !(c->tol.rtol >= 0))

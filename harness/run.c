@@ -37,7 +37,8 @@ swa_tolerance swa_tolerance_resolve(const swa_case *c)
         t.atol = atol;
         t.rtol = rtol;
     }
-    if (!(t.lse_atol > 0)) t.lse_atol = lse_atol;
+    if (t.lse_atol < 0) /* not given; 0 means exact */
+        t.lse_atol = lse_atol;
     return t;
 }
 
