@@ -112,7 +112,7 @@ unsigned swa_cli_parse_backends(const char *s, char *bad, size_t n)
     return mask;
 }
 
-static void fill_environment(swa_environment *env, const swa_device_ops *dev, int argc, char **argv,
+void swa_cli_environment(swa_environment *env, const swa_device_ops *dev, int argc, char **argv,
                              const char *prog)
 {
     memset(env, 0, sizeof *env);
@@ -272,7 +272,7 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         .argv0 = prog,
     };
     swa_run_results rr = {0};
-    fill_environment(&rr.env, dev, argc, argv, prog);
+    swa_cli_environment(&rr.env, dev, argc, argv, prog);
     rr.started = swa_now();
     rc = swa_run_selected(&cfg, &all, selected, nsel, report_dir, &rr);
     free(selected);
