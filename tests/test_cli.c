@@ -270,3 +270,26 @@ Test(cli, case_too_large_for_memory_is_refused_before_allocating)
     cr_assert_geq(refused, 3, "expected the large cases refused with a memory message:\n%s", log);
     cJSON_Delete(j);
 }
+
+Test(cli, selftest_fails_when_a_mutant_survives_and_passes_when_killed)
+{
+    char out[16384], cmd[1024], path[512];
+    /* five.json runs decode_fa2 only: the AITER mapping mutant cannot be killed */
+    int rc = run(SWADIFF_BINARY " selftest --device host --mutant aiter_s_eq_l " DATA "/five.json", out, sizeof out);
+    cr_assert_eq(rc, 1, "exit %d:\n%s", rc, out);
+    cr_assert(strstr(out, "aiter_s_eq_l") && strstr(out, "NO"), "%s", out);
+    /* the off-by-one left bound is killed by the window_left 31 decode cases */
+    snprintf(cmd, sizeof cmd, SWADIFF_BINARY " selftest --device host --mutant left_bound_gt --report %s/st " DATA
+             "/five.json", tmpdir);
+    rc = run(cmd, out, sizeof out);
+    cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+    snprintf(path, sizeof path, "%s/st/selftest.json", tmpdir);
+    cJSON *j = read_json(path);
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "passed")));
+    cJSON *m = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "mutants"), 0);
+    cr_assert_str_eq(cJSON_GetObjectItem(m, "name")->valuestring, "left_bound_gt");
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(m, "killed")));
+    cJSON_Delete(j);
+    snprintf(path, sizeof path, "%s/st/report.html", tmpdir);
+    cr_assert_eq(access(path, F_OK), 0, "selftest --report writes report.html with the kill matrix");
+}
