@@ -293,3 +293,32 @@ Test(cli, selftest_fails_when_a_mutant_survives_and_passes_when_killed)
     snprintf(path, sizeof path, "%s/st/report.html", tmpdir);
     cr_assert_eq(access(path, F_OK), 0, "selftest --report writes report.html with the kill matrix");
 }
+
+Test(cli, shrink_writes_a_smaller_case_that_still_fails)
+{
+    char out[16384], cmd[2048], path[512];
+    int rc = run(SWADIFF_BINARY " list cases " DATA "/five.json", out, sizeof out);
+    cr_assert_eq(rc, 0);
+    char *save = NULL, *id = strtok_r(out, "\n", &save);
+    for (int i = 0; i < 4; i++) /* the kv_len 257 case */
+        id = strtok_r(NULL, "\n", &save);
+    cr_assert(id);
+    snprintf(path, sizeof path, "%s/small.json", tmpdir);
+    snprintf(cmd, sizeof cmd, SWADIFF_BINARY " shrink '%s' --backend decode_fa2 --mutant left_bound_gt --device host"
+             " --out %s " DATA "/five.json", id, path);
+    char log[8192];
+    rc = run(cmd, log, sizeof log);
+    cr_assert_eq(rc, 0, "exit %d:\n%s", rc, log);
+    cr_assert(strstr(log, "rerun: ") != NULL, "shrink prints the rerun command:\n%s", log);
+    cJSON *j = read_json(path);
+    cJSON *req = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "requests"), 0);
+    int kv = cJSON_GetObjectItem(req, "kv_len")->valueint;
+    cr_assert_lt(kv, 257, "kv_len not reduced: %d", kv);
+    cr_assert_eq(cJSON_GetObjectItem(j, "num_kv_heads")->valueint, 1);
+    cJSON_Delete(j);
+    /* the written case still fails under the mutant and passes without it */
+    snprintf(cmd, sizeof cmd, SWADIFF_BINARY " run --device host --quiet --mutant left_bound_gt %s", path);
+    cr_assert_eq(run(cmd, NULL, 0), 1);
+    snprintf(cmd, sizeof cmd, SWADIFF_BINARY " run --device host --quiet %s", path);
+    cr_assert_eq(run(cmd, NULL, 0), 0);
+}
