@@ -17,14 +17,6 @@
 
 #include "backends/backend.h"
 #include "backends/host/host_device.h"
-#include "harness/compare.h"
-
-/* Link shim: harness/results.c (in swadiff_core, pulled in for
- * swa_error_set) calls swa_compare_result_free, which lives in
- * harness/compare.c on another branch.  A weak definition lets these tests
- * link before that lands; once compare.c is in the library its strong
- * definition wins and this one is never used. */
-__attribute__((weak)) void swa_compare_result_free(swa_compare_result *r) { (void)r; }
 
 typedef struct fx_spec {
     int num_requests;
