@@ -173,7 +173,7 @@ int swa_cmd_selftest(int argc, char **argv, const char *prog)
         case 'd': device_name = optarg; break;
         case 'm': {
             swa_mutant m = swa_mutant_by_name(optarg);
-            if (m == SWA_MUTANT_COUNT || m == SWA_MUTANT_NONE) {
+            if (m == SWA_MUTANT_COUNT || m == SWA_MUTANT_NONE || m == SWA_MUTANT_DEVICE_FAULT) {
                 fprintf(stderr, "swadiff selftest: --mutant %s: unknown (see `swadiff list mutants`)\n", optarg);
                 return SWA_EXIT_USAGE;
             }
@@ -229,6 +229,8 @@ int swa_cmd_selftest(int argc, char **argv, const char *prog)
         }
         for (int m = 0; m < SWA_MUTANT_COUNT; m++) {
             if (m != SWA_MUTANT_NONE && any_only && !only[m])
+                continue;
+            if (m == SWA_MUTANT_DEVICE_FAULT) /* crashes on purpose: tested by the fault-isolation tests */
                 continue;
             if (m != SWA_MUTANT_NONE && !mutant_touches((swa_mutant)m, c->backends))
                 continue;
@@ -291,7 +293,7 @@ int swa_cmd_selftest(int argc, char **argv, const char *prog)
     cJSON_AddStringToObject(jb, "first_failure", baseline_first);
     cJSON *jm = cJSON_AddArrayToObject(root, "mutants");
     for (int m = 1; m < SWA_MUTANT_COUNT; m++) {
-        if (any_only && !only[m])
+        if ((any_only && !only[m]) || m == SWA_MUTANT_DEVICE_FAULT)
             continue;
         const swa_mutant_info *mi = swa_mutant_get((swa_mutant)m);
         bool killed = false;

@@ -322,3 +322,37 @@ Test(cli, shrink_writes_a_smaller_case_that_still_fails)
     snprintf(cmd, sizeof cmd, SWADIFF_BINARY " run --device host --quiet %s", path);
     cr_assert_eq(run(cmd, NULL, 0), 0);
 }
+
+Test(cli, device_fault_mutant_in_case_2_of_5_keeps_the_other_results)
+{
+    /* the same proof as above through the device_fault mutant, restricted to
+     * case 2 with --mutant-only (on the H200 this is a real illegal address) */
+    char out[16384], cmd[2048], path[512];
+    int rc = run(SWADIFF_BINARY " list cases " DATA "/five.json", out, sizeof out);
+    cr_assert_eq(rc, 0);
+    char *save = NULL, *first = strtok_r(out, "\n", &save), *second = strtok_r(NULL, "\n", &save);
+    cr_assert(first && second);
+    snprintf(cmd, sizeof cmd, SWADIFF_BINARY " run --device host --mutant device_fault --mutant-only '%s' --report "
+             "%s/r " DATA "/five.json", second, tmpdir);
+    char log[16384];
+    rc = run(cmd, log, sizeof log);
+    cr_assert_eq(rc, 3, "exit %d:\n%s", rc, log);
+    snprintf(path, sizeof path, "%s/r/report.json", tmpdir);
+    cJSON *j = read_json(path);
+    cJSON *cases = cJSON_GetObjectItem(j, "cases");
+    cr_assert_eq(cJSON_GetArraySize(cases), 5);
+    int passed = 0;
+    for (int k = 0; k < 5; k++) {
+        cJSON *x = cJSON_GetArrayItem(cases, k);
+        const char *o = cJSON_GetObjectItem(x, "outcome")->valuestring;
+        if (!strcmp(cJSON_GetObjectItem(x, "id")->valuestring, second)) {
+            cr_assert_str_eq(o, "error");
+            cr_assert(strstr(cJSON_GetObjectItem(x, "message")->valuestring, "signal 11"), "%s",
+                      cJSON_GetObjectItem(x, "message")->valuestring);
+        } else {
+            passed += !strcmp(o, "passed");
+        }
+    }
+    cr_assert_eq(passed, 4);
+    cJSON_Delete(j);
+}

@@ -20,6 +20,7 @@
 #include "host_attend.h"
 #include "host_device.h"
 
+#include <signal.h>
 #include <stdio.h>
 
 #define HOST_FA2_TILE 32
@@ -115,6 +116,8 @@ swa_status swa_host_run_decode_fa2(const swa_decode_fa2_plan *p, int grid_work, 
     }
     if (p->mutant == SWA_MUTANT_OOB_WRITE)
         host_oob_write(o, p->dtype);
+    if (p->mutant == SWA_MUTANT_DEVICE_FAULT)
+        raise(SIGSEGV); /* what an illegal address does to a GPU context, simulated */
 done:
     free(rows);
     free(k_tile);
