@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# ci/gpu-evidence.sh OUT_DIR [STEPS] — on the GPU machine, from a checkout with
+# carry/gpu/bundle.tgz (ci/pack-gpu.sh): runs the evidence the issues ask for
+# and writes it under OUT_DIR:
+#   run       swadiff run cases --device cuda  -> OUT/h200/{report.json,report.html,junit.xml}
+#   selftest  swadiff selftest --device cuda    -> OUT/selftest/{selftest.json,...}
+#   fault     device_fault mutant in case 2 of 5 (real illegal address) -> OUT/fault/
+#   bench     swadiff bench --device cuda --json OUT/bench.json
+#   sanitize  ci/gpu-sanitize.sh                -> OUT/sanitize/
+#   test      the gpu-labelled test binary
+# STEPS: comma-separated subset (default: run,fault,selftest,bench,test).
+set -uo pipefail
+out=${1:?usage: gpu-evidence.sh OUT_DIR [STEPS]}
+steps=${2:-run,fault,selftest,bench,test}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." 2>/dev/null && pwd)
+[ -d "$root/cases" ] || root=$(pwd)
+sw=/tmp/swadiff-gpu
+mkdir -p "$sw" "$out"
+tar xzf "$here/bundle.tgz" -C "$sw"
+export LD_LIBRARY_PATH=$sw
+cd "$root"
+has() { [[ ",$steps," == *",$1,"* ]]; }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+if has run; then
+  echo "== run"; mkdir -p "$out/h200"
+  timeout 500 "$sw/swadiff" run cases --device cuda --report "$out/h200" > "$out/h200/console.txt" 2>&1
+  echo "run: exit $?"; tail -14 "$out/h200/console.txt"
+fi
+if has fault; then
+  echo "== fault isolation"; mkdir -p "$out/fault"
+  second=$("$sw/swadiff" list cases tests/data/cli/five.json | sed -n 2p)
+  timeout 120 "$sw/swadiff" run tests/data/cli/five.json --device cuda --mutant device_fault \
+    --mutant-only "$second" --report "$out/fault" > "$out/fault/console.txt" 2>&1
+  echo "fault: exit $? (3 expected)"; grep -E "ERROR|error|PASSED|FAILED" "$out/fault/console.txt" | head -8
+fi
+if has selftest; then
+  echo "== selftest"; mkdir -p "$out/selftest"
+  timeout 500 "$sw/swadiff" selftest --device cuda --report "$out/selftest" cases > "$out/selftest/console.txt" 2>&1
+  echo "selftest: exit $?"; tail -28 "$out/selftest/console.txt"
+fi
+if has bench; then
+  echo "== bench"
+  timeout 300 "$sw/swadiff" bench --device cuda --json "$out/bench.json" > "$out/bench.txt" 2>&1
+  echo "bench: exit $?"; tail -20 "$out/bench.txt"
+fi
+if has sanitize; then
+  echo "== sanitize"
+  "$here/gpu-sanitize.sh" "$sw/swadiff" "$out/sanitize"; echo "sanitize: exit $?"
+fi
+if has test && [ -x "$sw/gpu_test_kernels" ]; then
+  echo "== gpu test"
+  timeout 200 "$sw/gpu_test_kernels" --jobs 1 > "$out/gpu_test.txt" 2>&1
+  echo "gpu test: exit $?"; grep -E "Synthesis" "$out/gpu_test.txt"
+fi

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# ci/pack-gpu.sh [OUT_DIR] — builds swadiff for an NVIDIA GPU machine that has
+# the driver but no cJSON/Criterion/OpenBLAS headers (e.g. the H200 used for
+# reports/gpu/h200/), and packs the binary, the GPU test and every shared
+# library they need beyond glibc into OUT_DIR/bundle.tgz (default carry/gpu).
+#
+# There: tar xzf bundle.tgz -C /tmp/sw && LD_LIBRARY_PATH=/tmp/sw /tmp/sw/swadiff ...
+# (ci/gpu-evidence.sh does exactly that.)  HIP is left out: libamdhip64
+# would be one more library the GPU machine lacks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-carry/gpu}
+ci/build.sh build-gpu -DSWADIFF_CUDA=ON -DSWADIFF_HIP=OFF
+stage=$(mktemp -d)
+bins=(build-gpu/swadiff)
+[ -x build-gpu/tests/gpu_test_kernels ] && bins+=(build-gpu/tests/gpu_test_kernels)
+cp "${bins[@]}" "$stage/"
+for b in "${bins[@]}"; do
+  ldd "$b" | awk '/=> \// {print $3}'
+done | sort -u | while read -r lib; do
+  case "$(basename "$lib")" in
+    libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libgcc_s.so*) ;;
+    *) cp -L "$lib" "$stage/" ;;
+  esac
+done
+mkdir -p "$out"
+tar czf "$out/bundle.tgz" -C "$stage" .
+rm -rf "$stage"
+cp ci/gpu-evidence.sh ci/gpu-sanitize.sh "$out/"
+du -sh "$out/bundle.tgz"
