@@ -12,7 +12,7 @@
 # sanitizer reports an error or a case fails.  Committed results:
 # reports/gpu/h200/sanitize-*.txt.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+[ -d cases ] || cd "$(dirname "$0")/.."
 swadiff=${1:-build/swadiff}
 out=${2:-reports/latest/sanitize}
 mkdir -p "$out"
