@@ -1,0 +1,197 @@
+/* decode_aiter.cu — AITER PA v1-style paged decode on CUDA, executing a
+ * swa_decode_aiter_plan (backends/plan.h): partition kernel + reduce.
+ *
+ * Grid: (num_seqs, num_kv_heads, max_num_partitions * ceil(group/16)).
+ * Partition j of seq s covers tokens [j * partition_size, min(.., ctx)),
+ * read through block_tables; all group heads of the kv head are the 16
+ * rows of one tensor-core tile (4 warps split each 64-key tile).  AITER's
+ * window: with sliding_window S > 0 token t is masked when t < ctx - S.
+ * Each partition writes (max_logit, exp_sum, tmp_out) per head — here in
+ * the exp2 domain — and the reduce kernel combines the partitions that
+ * exist (ceil(ctx / partition_size)).  Partitions wholly before the window
+ * skip their loads (nothing visible) unless a mutant is compiled in:
+ * SOFTCAP_BEFORE_MASK gives masked keys logit -soft_cap, as AITER does.
+ *
+ * Test: tests/gpu_test_kernels.c (decode_aiter with and without window). */
+#include "cuda_internal.cuh"
+#include "attn_engine.cuh"
+
+#include <limits.h>
+
+template <int D, bool MUT> struct swa_aiter_prob {
+    const swa_cuda_aiter_params &p;
+    const void *q, *k, *v;
+    float sm_scale, soft_cap;
+    int kv_begin, kv_end;
+    int s, kvh, part, row_base, ctx, window_lo;
+    const int *blocks;
+
+    __device__ swa_aiter_prob(const swa_cuda_aiter_params &prm) : p(prm)
+    {
+        q = p.q; k = p.k; v = p.v;
+        sm_scale = p.scale;
+        soft_cap = p.soft_cap;
+    }
+
+    template <int ROWS> __device__ bool init()
+    {
+        s = blockIdx.x;
+        kvh = blockIdx.y;
+        part = blockIdx.z / p.row_blocks;
+        row_base = (blockIdx.z % p.row_blocks) * 16;
+        ctx = p.context_lens[s];
+        kv_begin = part * p.partition_size;
+        if (kv_begin >= ctx) return false; /* the reduce never reads it */
+        kv_end = min(kv_begin + p.partition_size, ctx);
+        window_lo = p.sliding_window > 0 ? ctx - p.sliding_window : INT_MIN;
+        /* nothing visible: an empty partition, no loads (mutant builds keep
+         * the loads so SOFTCAP_BEFORE_MASK sees its -soft_cap logits) */
+        if (!MUT && kv_end <= window_lo) kv_end = kv_begin;
+        blocks = p.block_tables + (long long)s * p.max_blocks_per_seq;
+        return true;
+    }
+
+    __device__ int qo_head(int hg) const
+    {
+        return (MUT && p.mutant == SWA_MUTANT_GQA_MOD_MAPPING) ? hg * p.num_kv_heads + kvh
+                                                               : kvh * p.group_size + hg;
+    }
+
+    __device__ swa_row_info row(int local) const
+    {
+        swa_row_info ri;
+        int hg = row_base + local;
+        ri.valid = hg < p.group_size;
+        ri.q_off = ri.valid ? ((long long)s * p.num_qo_heads + qo_head(hg)) * D : 0;
+        ri.lo = ri.valid ? window_lo : INT_MIN;
+        ri.hi = INT_MAX;
+        return ri;
+    }
+
+    __device__ float masked_low_logit() const
+    {
+        if (MUT && p.mutant == SWA_MUTANT_SOFTCAP_BEFORE_MASK && soft_cap > 0.f) return -soft_cap * SWA_LOG2E;
+        return -CUDART_INF_F;
+    }
+
+    __device__ long long token_offset(int t) const
+    {
+        int page;
+        if (MUT && p.mutant == SWA_MUTANT_FOREIGN_PAGE_READ) {
+            long long entry = (long long)s * p.max_blocks_per_seq + t / p.block_size + 1;
+            if (entry >= (long long)p.num_seqs * p.max_blocks_per_seq) entry = 0;
+            page = p.block_tables[entry];
+            page = min(max(page, 0), p.num_pages - 1);
+        } else {
+            page = blocks[t / p.block_size];
+        }
+        int slot = t % p.block_size;
+        if (p.nhd) return (((long long)page * p.block_size + slot) * p.num_kv_heads + kvh) * D;
+        return (((long long)page * p.num_kv_heads + kvh) * p.block_size + slot) * D;
+    }
+
+    __device__ void write_row(int local, int c, const float (&o)[8], float m, float d) const
+    {
+        int hg = row_base + local;
+        if (hg >= p.group_size) return;
+        long long idx = ((long long)s * p.num_qo_heads + qo_head(hg)) * p.max_num_partitions + part;
+        swa_store8f(p.tmp_out + idx * D + c * 8, o);
+        if (c == 0) {
+            p.max_logits[idx] = m;
+            p.exp_sums[idx] = d;
+        }
+    }
+};
+
+template <class Cfg, typename T, bool MUT>
+__global__ void __launch_bounds__(Cfg::THREADS) swa_aiter_kernel(const swa_cuda_aiter_params p)
+{
+    extern __shared__ __align__(128) unsigned char smem[];
+    swa_aiter_prob<Cfg::D, MUT> prob(p);
+    if (!prob.template init<Cfg::ROWS>()) return;
+    swa_attn_engine<Cfg, T>(prob, smem);
+}
+
+/* One warp per (seq, qo head): out = sum_j w_j o_j / sum_j w_j with
+ * w_j = exp_sum_j * 2^(max_j - max). */
+template <typename T, int D>
+__global__ void __launch_bounds__(128) swa_aiter_reduce_kernel(const swa_cuda_aiter_params p)
+{
+    constexpr int PER = D / SWA_WARP_SIZE;
+    int warp_global = blockIdx.x * (128 / SWA_WARP_SIZE) + threadIdx.x / SWA_WARP_SIZE;
+    int lane = threadIdx.x % SWA_WARP_SIZE;
+    if (warp_global >= p.num_seqs * p.num_qo_heads) return;
+    int s = warp_global / p.num_qo_heads, h = warp_global % p.num_qo_heads;
+    int ctx = p.context_lens[s];
+    int parts = (ctx + p.partition_size - 1) / p.partition_size;
+    long long base = ((long long)s * p.num_qo_heads + h) * p.max_num_partitions;
+    float mmax = -CUDART_INF_F;
+    for (int j = 0; j < parts; j++) mmax = fmaxf(mmax, p.max_logits[base + j]);
+    float m_use = mmax == -CUDART_INF_F ? 0.f : mmax;
+    float acc[PER];
+#pragma unroll
+    for (int e = 0; e < PER; e++) acc[e] = 0.f;
+    float den = 0.f;
+    for (int j = 0; j < parts; j++) {
+        float w = p.exp_sums[base + j] * swa_exp2(p.max_logits[base + j] - m_use);
+        den += w;
+        const float *src = p.tmp_out + (base + j) * D + lane * PER;
+#pragma unroll
+        for (int e = 0; e < PER; e++) acc[e] += src[e] * w;
+    }
+    float inv = den > 0.f ? 1.f / den : 0.f;
+    T *out_row = reinterpret_cast<T *>(p.out) + ((long long)s * p.num_qo_heads + h) * D;
+#pragma unroll
+    for (int e = 0; e < PER; e += 2)
+        *reinterpret_cast<uint32_t *>(out_row + lane * PER + e) = swa_dt<T>::pack(acc[e] * inv, acc[e + 1] * inv);
+}
+
+// ----------------------------------------------------------------------------
+// launcher
+
+template <int D, typename T, bool MUT>
+static swa_status swa_aiter_launch_d(const swa_cuda_aiter_params *pp, cudaStream_t stream, swa_error *err)
+{
+    typedef swa_engine_cfg<D, 1, 4> Cfg;
+    swa_cuda_aiter_params p = *pp;
+    p.row_blocks = (p.group_size + 15) / 16;
+    if (p.num_seqs <= 0) return SWA_OK;
+    if (p.max_num_partitions > 0) {
+        auto kernel = swa_aiter_kernel<Cfg, T, MUT>;
+        SWA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+        dim3 grid((unsigned)p.num_seqs, (unsigned)p.num_kv_heads, (unsigned)(p.max_num_partitions * p.row_blocks));
+        kernel<<<grid, Cfg::THREADS, Cfg::SMEM_BYTES, stream>>>(p);
+        SWA_CUDA_TRY_LAUNCH("decode_aiter kernel");
+    }
+    long long warps = (long long)p.num_seqs * p.num_qo_heads;
+    swa_aiter_reduce_kernel<T, D><<<(unsigned)((warps + 3) / 4), 128, 0, stream>>>(p);
+    SWA_CUDA_TRY_LAUNCH("decode_aiter reduce kernel");
+    return SWA_OK;
+}
+
+template <typename T, bool MUT>
+static swa_status swa_aiter_launch_t(const swa_cuda_aiter_params *p, int head_dim, cudaStream_t stream, swa_error *err)
+{
+    switch (head_dim) {
+    case 64: return swa_aiter_launch_d<64, T, MUT>(p, stream, err);
+    case 128: return swa_aiter_launch_d<128, T, MUT>(p, stream, err);
+    case 256: return swa_aiter_launch_d<256, T, MUT>(p, stream, err);
+    default: return swa_error_set(err, SWA_ERR_UNSUPPORTED, "cuda decode_aiter: head_dim %d not compiled (64, 128, 256)", head_dim);
+    }
+}
+
+swa_status swa_cuda_aiter_launch(const swa_cuda_aiter_params *p, swa_dtype dtype, int head_dim,
+                                 cudaStream_t stream, swa_error *err)
+{
+    if (p->partition_size <= 0)
+        return swa_error_set(err, SWA_ERR_INVALID, "cuda decode_aiter: plan partition_size %d must be > 0", p->partition_size);
+    bool mut = p->mutant != SWA_MUTANT_NONE;
+    if (dtype == SWA_DTYPE_FP16)
+        return mut ? swa_aiter_launch_t<swa_half_t, true>(p, head_dim, stream, err)
+                   : swa_aiter_launch_t<swa_half_t, false>(p, head_dim, stream, err);
+    if (dtype == SWA_DTYPE_BF16)
+        return mut ? swa_aiter_launch_t<swa_bf16_t, true>(p, head_dim, stream, err)
+                   : swa_aiter_launch_t<swa_bf16_t, false>(p, head_dim, stream, err);
+    return swa_error_set(err, SWA_ERR_UNSUPPORTED, "cuda decode_aiter: dtype %s not supported (fp16, bf16)",
+                         swa_dtype_name(dtype));
+}

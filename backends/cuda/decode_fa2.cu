@@ -1,0 +1,212 @@
+/* decode_fa2.cu — FlashInfer-style batch decode on CUDA, executing a
+ * swa_decode_fa2_plan (backends/plan.h), plus its split-KV merge.
+ *
+ * Grid: (grid_work, num_kv_heads, ceil(group_size / 16)).  One CTA per
+ * (request, KV chunk, kv head) holds all qo heads of the group as the 16
+ * rows of one tensor-core tile; 4 warps split each 64-key tile (16 keys
+ * each), K/V arrive through a 3-stage cp.async ring of 16-byte loads.
+ * The chunk starts at align_down(window start, page_size), so pages wholly
+ * before the window are never loaded; the per-element mask drops k < ws.
+ *
+ * CUDA-graph mode: num_work and num_requests are read from device memory
+ * (p.scalars), so a graph captured with a padded grid replays correctly
+ * after the plan arrays are overwritten in place with a larger batch;
+ * CTAs past num_work exit at once.
+ *
+ * Test: tests/gpu_test_kernels.c (decode_fa2 split/non-split, graph replay). */
+#include "cuda_internal.cuh"
+#include "attn_engine.cuh"
+
+#include <limits.h>
+
+template <int D, typename T, bool MUT> struct swa_fa2_prob {
+    const swa_cuda_fa2_params &p;
+    const void *q, *k, *v;
+    float sm_scale, soft_cap;
+    int kv_begin, kv_end;
+    int r, chunk, kvh, row_base, kv_len, window_lo;
+    const int *pages;
+    int num_entries; /* entries of the whole page table (mutant wrap-around) */
+
+    __device__ swa_fa2_prob(const swa_cuda_fa2_params &prm) : p(prm)
+    {
+        q = p.q; k = p.k; v = p.v;
+        sm_scale = p.sm_scale;
+        soft_cap = (MUT && p.mutant == SWA_MUTANT_SOFTCAP_COMPILED_OUT) ? 0.f : p.soft_cap;
+    }
+
+    template <int ROWS> __device__ bool init()
+    {
+        int w = blockIdx.x;
+        if (w >= p.scalars[0]) return false; /* padded grid (graph mode) */
+        kvh = blockIdx.y;
+        row_base = blockIdx.z * 16;
+        r = p.work_request[w];
+        chunk = p.work_chunk[w];
+        int e0 = p.kv_indptr[r], e1 = p.kv_indptr[r + 1];
+        kv_len = (e1 - e0 - 1) * p.page_size + p.kv_last_page_len[r];
+        int L = p.window_left;
+        int ws = L >= 0 ? max(0, kv_len - 1 - L) : 0;
+        int base = ws / p.page_size * p.page_size;
+        if (MUT && p.mutant == SWA_MUTANT_WINDOW_PAGE_CROSS)
+            base = (ws + p.page_size - 1) / p.page_size * p.page_size;
+        if (p.split_kv) {
+            kv_begin = base + chunk * p.kv_chunk_size;
+            kv_end = min(base + (chunk + 1) * p.kv_chunk_size, kv_len);
+        } else {
+            kv_begin = base;
+            kv_end = kv_len;
+        }
+        window_lo = INT_MIN;
+        if (L >= 0) {
+            int p_last = kv_len - 1;
+            window_lo = p_last - L;
+            if (MUT && p.mutant == SWA_MUTANT_LEFT_BOUND_GT) window_lo += 1;
+            if (MUT && p.mutant == SWA_MUTANT_LEFT_BOUND_MINUS1) window_lo -= 1;
+        }
+        pages = p.kv_indices + e0;
+        if (MUT) num_entries = p.kv_indptr[p.scalars[1]];
+        return true;
+    }
+
+    __device__ int qo_head(int hg) const
+    {
+        return (MUT && p.mutant == SWA_MUTANT_GQA_MOD_MAPPING) ? hg * p.num_kv_heads + kvh
+                                                               : kvh * p.group_size + hg;
+    }
+
+    __device__ swa_row_info row(int local) const
+    {
+        swa_row_info ri;
+        int hg = row_base + local;
+        ri.valid = hg < p.group_size;
+        ri.q_off = ri.valid ? ((long long)r * p.num_qo_heads + qo_head(hg)) * D : 0;
+        ri.lo = ri.valid ? window_lo : INT_MIN;
+        ri.hi = INT_MAX;
+        return ri;
+    }
+
+    __device__ float masked_low_logit() const { return -CUDART_INF_F; }
+
+    __device__ long long token_offset(int t) const
+    {
+        int page;
+        if (MUT && p.mutant == SWA_MUTANT_FOREIGN_PAGE_READ) {
+            /* one entry too far; past the table's end wraps to entry 0,
+             * an id outside the pool is clamped into it */
+            long long entry = (long long)(pages - p.kv_indices) + t / p.page_size + 1;
+            if (entry >= num_entries) entry = 0;
+            page = p.kv_indices[entry];
+            page = min(max(page, 0), p.num_pages - 1);
+        } else {
+            page = pages[t / p.page_size];
+        }
+        int slot = t % p.page_size;
+        if (p.nhd) return (((long long)page * p.page_size + slot) * p.num_kv_heads + kvh) * D;
+        return (((long long)page * p.num_kv_heads + kvh) * p.page_size + slot) * D;
+    }
+
+    __device__ void write_row(int local, int c, const float (&o)[8], float m, float d) const
+    {
+        int hg = row_base + local;
+        if (hg >= p.group_size) return;
+        int h = qo_head(hg);
+        float lse2 = swa_lse2(m, d);
+        if (p.split_kv) {
+            long long rowi = (long long)(p.req_partial_offset[r] + chunk) * p.num_qo_heads + h;
+            swa_store8f(p.o_part + rowi * D + c * 8, o);
+            if (c == 0) p.lse_part[rowi] = lse2;
+            return;
+        }
+        long long rowi = (long long)r * p.num_qo_heads + h;
+        T *dst = reinterpret_cast<T *>(p.out) + rowi * D + c * 8;
+        swa_store8(dst, o);
+        if (MUT && p.mutant == SWA_MUTANT_OOB_WRITE && r == p.scalars[1] - 1 && h == p.num_qo_heads - 1 &&
+            c == D / 8 - 1)
+            swa_store8(dst + 8, o); /* 16 bytes past the end of out */
+        if (c == 0 && p.lse) {
+            if (MUT && p.mutant == SWA_MUTANT_LSE_WRONG_BASE) lse2 *= SWA_LN2;
+            p.lse[rowi] = lse2;
+        }
+    }
+};
+
+template <class Cfg, typename T, bool MUT>
+__global__ void __launch_bounds__(Cfg::THREADS) swa_fa2_kernel(const swa_cuda_fa2_params p)
+{
+    extern __shared__ __align__(128) unsigned char smem[];
+    swa_fa2_prob<Cfg::D, T, MUT> prob(p);
+    if (!prob.template init<Cfg::ROWS>()) return;
+    swa_attn_engine<Cfg, T>(prob, smem);
+}
+
+/* One warp per (request, qo head); the grid is padded to the capacity, the
+ * live request count comes from device memory. */
+template <typename T, int D, bool MUT>
+__global__ void __launch_bounds__(128) swa_fa2_merge_kernel(const swa_cuda_fa2_params p)
+{
+    int warp_global = blockIdx.x * (128 / SWA_WARP_SIZE) + threadIdx.x / SWA_WARP_SIZE;
+    int lane = threadIdx.x % SWA_WARP_SIZE;
+    int num_requests = p.scalars[1];
+    if (warp_global >= num_requests * p.num_qo_heads) return;
+    int r = warp_global / p.num_qo_heads, head = warp_global % p.num_qo_heads;
+    T *out_row = reinterpret_cast<T *>(p.out) + ((size_t)r * p.num_qo_heads + head) * D;
+    float *lse_out = p.lse ? p.lse + (size_t)r * p.num_qo_heads + head : NULL;
+    swa_merge_row<T, D, MUT>(p.o_part, p.lse_part, p.num_qo_heads, head, p.req_partial_offset[r], 1,
+                             p.req_num_chunks[r], out_row, lse_out, p.mutant, lane);
+    if (MUT && p.mutant == SWA_MUTANT_OOB_WRITE && r == num_requests - 1 && head == p.num_qo_heads - 1)
+        out_row[D + lane] = out_row[lane]; /* past the end of out */
+}
+
+// ----------------------------------------------------------------------------
+// launcher
+
+template <int D, typename T, bool MUT>
+static swa_status swa_fa2_launch_d(const swa_cuda_fa2_params *pp, int grid_work, int capacity_requests,
+                                   bool write_lse, cudaStream_t stream, swa_error *err)
+{
+    typedef swa_engine_cfg<D, 1, 4> Cfg;
+    swa_cuda_fa2_params p = *pp;
+    if (!write_lse) p.lse = NULL;
+    p.row_blocks = (p.group_size + 15) / 16;
+    if (grid_work > 0) {
+        auto kernel = swa_fa2_kernel<Cfg, T, MUT>;
+        SWA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+        dim3 grid((unsigned)grid_work, (unsigned)p.num_kv_heads, (unsigned)p.row_blocks);
+        kernel<<<grid, Cfg::THREADS, Cfg::SMEM_BYTES, stream>>>(p);
+        SWA_CUDA_TRY_LAUNCH("decode_fa2 kernel");
+    }
+    if (p.split_kv && capacity_requests > 0) {
+        long long warps = (long long)capacity_requests * p.num_qo_heads;
+        unsigned blocks = (unsigned)((warps + 3) / 4);
+        swa_fa2_merge_kernel<T, D, MUT><<<blocks, 128, 0, stream>>>(p);
+        SWA_CUDA_TRY_LAUNCH("decode_fa2 merge kernel");
+    }
+    return SWA_OK;
+}
+
+template <typename T, bool MUT>
+static swa_status swa_fa2_launch_t(const swa_cuda_fa2_params *p, int head_dim, int grid_work,
+                                   int capacity_requests, bool write_lse, cudaStream_t stream, swa_error *err)
+{
+    switch (head_dim) {
+    case 64: return swa_fa2_launch_d<64, T, MUT>(p, grid_work, capacity_requests, write_lse, stream, err);
+    case 128: return swa_fa2_launch_d<128, T, MUT>(p, grid_work, capacity_requests, write_lse, stream, err);
+    case 256: return swa_fa2_launch_d<256, T, MUT>(p, grid_work, capacity_requests, write_lse, stream, err);
+    default: return swa_error_set(err, SWA_ERR_UNSUPPORTED, "cuda decode_fa2: head_dim %d not compiled (64, 128, 256)", head_dim);
+    }
+}
+
+swa_status swa_cuda_fa2_launch(const swa_cuda_fa2_params *p, swa_dtype dtype, int head_dim, int grid_work,
+                               int capacity_requests, bool write_lse, cudaStream_t stream, swa_error *err)
+{
+    bool mut = p->mutant != SWA_MUTANT_NONE;
+    if (dtype == SWA_DTYPE_FP16)
+        return mut ? swa_fa2_launch_t<swa_half_t, true>(p, head_dim, grid_work, capacity_requests, write_lse, stream, err)
+                   : swa_fa2_launch_t<swa_half_t, false>(p, head_dim, grid_work, capacity_requests, write_lse, stream, err);
+    if (dtype == SWA_DTYPE_BF16)
+        return mut ? swa_fa2_launch_t<swa_bf16_t, true>(p, head_dim, grid_work, capacity_requests, write_lse, stream, err)
+                   : swa_fa2_launch_t<swa_bf16_t, false>(p, head_dim, grid_work, capacity_requests, write_lse, stream, err);
+    return swa_error_set(err, SWA_ERR_UNSUPPORTED, "cuda decode_fa2: dtype %s not supported (fp16, bf16)",
+                         swa_dtype_name(dtype));
+}
