@@ -1,6 +1,6 @@
 /* case.h — one expanded test case, and loading case files (DESIGN.md §8).
  *
- * A case file (cases/*.json, schema in cases/schema/case.schema.json) may
+ * A case file (cases/NAME.json, schema in cases/schema/case.schema.json) may
  * give any scalar as a list; the loader expands the cartesian product into
  * concrete swa_case records, each with a stable id that `--filter` accepts.
  *

@@ -58,6 +58,18 @@ typedef struct swa_compare_result {
     double lse_max_abs_diff; swa_index lse_max_index;
 
     double atol, rtol;            /* what was applied */
+
+    /* Additions (issue 4, additive to the skeleton). */
+    double max_rel_allowed;       /* allowed / |expected| at max_rel_index */
+    int row_bin;                  /* source rows per matrix row (1; >1 after downsampling) */
+    int *row_request;             /* [rows] request of each matrix row (first row of a bin) */
+    int *row_past_edge;           /* [rows] p - L (max over a bin); <= 0: the window does not bind */
+    long long lse_unwritten;      /* LSE entries still holding the poison pattern */
+    long long lse_nonfinite;      /* LSE NaN/Inf disagreements (NaN, or -inf vs finite) */
+    double lse_max_abs_allowed;   /* the LSE tolerance applied (natural log) */
+    double lse_base;              /* base the backend declared, converted from */
+    swa_tol_mode tol_mode;        /* which rule produced `allowed` */
+    double factor;                /* SWA_TOL_BASELINE: the factor applied */
 } swa_compare_result;
 
 struct swa_inputs;
@@ -83,6 +95,22 @@ void swa_compare_first_line(const swa_compare_result *res, char *buf, size_t n);
 
 /* Per-dtype default tolerances (README documents the reasoning). */
 void swa_tolerance_defaults(swa_dtype dtype, double *atol, double *rtol, double *lse_atol);
+
+/* Additions (issue 4). */
+/* Defaults of the baseline mode: the factor and the floor (atol, rtol) that
+ * keeps an element whose low-precision error happens to be ~0 comparable. */
+void swa_tolerance_baseline_defaults(swa_dtype dtype, double *factor, double *floor_atol,
+                                     double *floor_rtol);
+/* True when nothing failed: guard intact, everything written, no element and
+ * no LSE entry out of tolerance. */
+bool swa_compare_passed(const swa_compare_result *res);
+/* The lines after the first (torch-style statistics, regions, NaN/Inf,
+ * LSE), '\n'-separated, for JUnit bodies and the console.  Truncates to n. */
+void swa_compare_format_details(const swa_compare_result *res, char *buf, size_t n);
+/* "(r=0, row=7, pos=7, head=3, d=12)"; d < 0 is left out (LSE entries). */
+void swa_index_format(const swa_index *ix, char *buf, size_t n);
+/* Bucket label of SWA_DIST_BUCKETS entries: "1", "2", "3-4", "5-8", "9-16", ">16". */
+const char *swa_past_edge_bucket_label(int bucket);
 
 #ifdef __cplusplus
 }

@@ -1,10 +1,70 @@
-/* main.c — the swadiff command line.  See README.md ("Command line"). */
+/* main.c — the swadiff command line.
+ *
+ *   swadiff run [CASES...] [--device D] [--backend B] [--filter ID] [--report DIR] ...
+ *   swadiff validate CASES...
+ *   swadiff list backends|devices|cases|mutants [CASES...]
+ *   swadiff bench --reference | --device cuda
+ *   swadiff merge OUT_DIR REPORT.json...
+ *   swadiff selftest | explain | shrink   (detection power, see README)
+ *
+ * Every subcommand has --help.  Exit codes: README.md and harness/common.h. */
+#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
-#include "common.h"
+#include <stdlib.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "../backends/backend.h"
+#include "cli.h"
+#include "run.h"
+
+static int usage_main(FILE *f)
+{
+    fprintf(f,
+            "swadiff %s — differential correctness harness for sliding-window attention kernels\n"
+            "\n"
+            "usage: swadiff COMMAND [OPTIONS] [ARGS]\n"
+            "\n"
+            "commands:\n"
+            "  run [CASES...]        run cases (files or folders; default: cases/) on a device\n"
+            "  validate CASES...     load and check case files, run nothing\n"
+            "  list WHAT             backends | devices | cases [CASES...] | mutants\n"
+            "  bench                 --reference (CPU oracle) or --device cuda (kernels)\n"
+            "  merge OUT REPORT...   combine report.json files from shards\n"
+            "  selftest [CASES...]   run the case library under every mutant (kill matrix)\n"
+            "  explain CASE_ID       name the mask a failing backend actually applied\n"
+            "  shrink CASE_ID        reduce a failing case to a minimal case file\n"
+            "\n"
+            "`swadiff COMMAND --help` describes each command.\n"
+            "exit codes: 0 passed, 1 mismatch, 2 usage or case-file error, 3 runtime error,\n"
+            "            77 a GPU was required and none is usable\n",
+            SWADIFF_VERSION);
+    return f == stdout ? SWA_EXIT_OK : SWA_EXIT_USAGE;
+}
 
 int main(int argc, char **argv)
 {
-    (void)argc; (void)argv;
-    fprintf(stderr, "swadiff %s: command line under construction\n", SWADIFF_VERSION);
-    return SWA_EXIT_USAGE;
+    if (argc < 2)
+        return usage_main(stderr);
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help"))
+        return usage_main(stdout);
+    if (!strcmp(cmd, "--version")) {
+        printf("swadiff %s (git %s)\n", SWADIFF_VERSION, SWADIFF_GIT_REVISION);
+        return SWA_EXIT_OK;
+    }
+    /* subcommands see argv[0] = "swadiff <cmd>" for getopt messages */
+    int sub_argc = argc - 1;
+    char **sub_argv = argv + 1;
+    if (!strcmp(cmd, "run")) return swa_cmd_run(sub_argc, sub_argv, argv[0]);
+    if (!strcmp(cmd, "validate")) return swa_cmd_validate(sub_argc, sub_argv);
+    if (!strcmp(cmd, "list")) return swa_cmd_list(sub_argc, sub_argv);
+    if (!strcmp(cmd, "bench")) return swa_cmd_bench(sub_argc, sub_argv);
+    if (!strcmp(cmd, "merge")) return swa_cmd_merge(sub_argc, sub_argv);
+    if (!strcmp(cmd, "selftest")) return swa_cmd_selftest(sub_argc, sub_argv, argv[0]);
+    if (!strcmp(cmd, "explain")) return swa_cmd_explain(sub_argc, sub_argv, argv[0]);
+    if (!strcmp(cmd, "shrink")) return swa_cmd_shrink(sub_argc, sub_argv, argv[0]);
+    fprintf(stderr, "swadiff: unknown command '%s'\n\n", cmd);
+    return usage_main(stderr);
 }

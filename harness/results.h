@@ -33,6 +33,7 @@ typedef struct swa_result {
     swa_dtype dtype;
     char mutant[48];             /* "" when none */
     swa_outcome outcome;
+    swa_status error_status;     /* for SWA_OUTCOME_ERROR: what kind */
     double duration;             /* seconds, plan + run + compare */
     swa_tolerance tol;
     bool has_compare;

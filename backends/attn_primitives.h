@@ -1,0 +1,203 @@
+/* attn_primitives.h — the small pieces of attention arithmetic every device
+ * shares: query positions, THE per-element mask (with the kernel-level
+ * mutant switch inside it), the prefill KV-start skip, the decode window
+ * base, page-table lookups, logits in the exp2 domain, online-softmax and
+ * partial-state merge helpers.
+ *
+ * Header-only and __host__ __device__ when compiled by nvcc, so the host
+ * emulation (backends/host/) and the CUDA kernels (backends/cuda/) call the
+ * very same code: a mask bug cannot hide in one copy.  Tested through
+ * tests/test_plan_*.c and tests/test_host_*.c.
+ *
+ * Mutant switches sit in per-row / per-item helpers (row ranges, chunk
+ * bases, page entries), never in the per-element inner loop: a row's mask is
+ * a closed key interval [lo, hi] computed once, and the inner loop only
+ * compares k against it. */
+#ifndef SWADIFF_ATTN_PRIMITIVES_H
+#define SWADIFF_ATTN_PRIMITIVES_H
+
+#ifndef __CUDACC__
+#define SWA_HD
+#else
+#define SWA_HD __host__ __device__
+#endif
+
+#include <math.h>
+#include "plan.h"
+
+#define SWA_LOG2E 1.4426950408889634f
+#define SWA_LN2 0.6931471805599453f
+#define SWA_KEY_MAX 0x7fffffff
+
+SWA_HD static inline int swa_imin(int a, int b) { return a < b ? a : b; }
+SWA_HD static inline int swa_imax(int a, int b) { return a > b ? a : b; }
+SWA_HD static inline int swa_ceil_div(int a, int b) { return (a + b - 1) / b; }
+/* x >= 0, a >= 1 */
+SWA_HD static inline int swa_align_down(int x, int a) { return x - x % a; }
+SWA_HD static inline int swa_align_up(int x, int a) { return swa_ceil_div(x, a) * a; }
+
+/* --------------------------------------------------------------------------
+ * Positions and the mask. */
+
+/* Absolute position of query row i (bottom-right alignment, DESIGN §1).
+ * Mutant TOP_LEFT_ALIGN: p = i. */
+SWA_HD static inline int swa_query_pos(int kv_len, int qo_len, int i, swa_mutant m)
+{
+    return m == SWA_MUTANT_TOP_LEFT_ALIGN ? i : kv_len - qo_len + i;
+}
+
+/* Position the window's left edge is measured from: the row itself.
+ * Mutant REQUEST_ANCHORED: the request's first new token (prefix_len) for
+ * every row, so later rows see the same keys as the first. */
+SWA_HD static inline int swa_window_anchor(int p, int kv_len, int qo_len, swa_mutant m)
+{
+    return m == SWA_MUTANT_REQUEST_ANCHORED ? kv_len - qo_len : p;
+}
+
+/* Keys visible to one query row: lo <= k <= hi. */
+typedef struct swa_key_range {
+    int lo, hi;
+} swa_key_range;
+
+/* THE per-element mask of one query row.  causal drops k > p; the window
+ * (only when mask_window: the window was compiled in at plan time) drops
+ * k < anchor - L.  Mutants LEFT_BOUND_GT (k > anchor - L) and
+ * LEFT_BOUND_MINUS1 (k >= anchor - L - 1) live here. */
+SWA_HD static inline swa_key_range swa_mask_row_range(int p, int anchor, int window_left,
+                                                      bool mask_window, bool causal, swa_mutant m)
+{
+    swa_key_range r;
+    r.lo = 0;
+    r.hi = causal ? p : SWA_KEY_MAX;
+    if (mask_window && window_left >= 0) {
+        int lo = anchor - window_left;
+        if (m == SWA_MUTANT_LEFT_BOUND_GT)
+            lo += 1;
+        else if (m == SWA_MUTANT_LEFT_BOUND_MINUS1)
+            lo -= 1;
+        r.lo = swa_imax(lo, 0);
+    }
+    return r;
+}
+
+SWA_HD static inline bool swa_mask_visible(int k, swa_key_range r) { return k >= r.lo && k <= r.hi; }
+
+/* --------------------------------------------------------------------------
+ * Prefill (plan.h): packed rows, KV-start skip, KV end. */
+
+/* qo head served by slot j (0..group-1) of a CTA working on kv_head.
+ * Mutant GQA_MOD_MAPPING: the CTA serves the qo heads h with
+ * h % num_kv_heads == kv_head, i.e. qo head h reads kv head h % num_kv_heads
+ * instead of h / group. */
+SWA_HD static inline int swa_qo_head_of(int kv_head, int j, int group, int num_kv_heads, swa_mutant m)
+{
+    return m == SWA_MUTANT_GQA_MOD_MAPPING ? kv_head + j * num_kv_heads : kv_head * group + j;
+}
+
+/* First key a prefill KV loop loads: the coarse per-CTA skip to the window
+ * start of the tile's first row, aligned down to the KV tile.  Driven by the
+ * run-time window (plan->run_window_left), -1 = no skip. */
+SWA_HD static inline int swa_prefill_kv_begin(int chunk_begin, int anchor_first, int run_window_left,
+                                              int cta_tile_kv)
+{
+    if (run_window_left < 0)
+        return chunk_begin;
+    int ws = swa_imax(0, anchor_first - run_window_left);
+    return swa_imax(chunk_begin, swa_align_down(ws, cta_tile_kv));
+}
+
+/* One past the last key a prefill KV loop loads. */
+SWA_HD static inline int swa_prefill_kv_end(int chunk_end, int p_last, bool causal)
+{
+    return causal ? swa_imin(chunk_end, p_last + 1) : chunk_end;
+}
+
+/* --------------------------------------------------------------------------
+ * Decode (plan.h): window start, chunk base, kv_len from the page table. */
+
+/* First visible key of a decode row (p = kv_len - 1). */
+SWA_HD static inline int swa_decode_window_start(int kv_len, int window_left)
+{
+    return window_left >= 0 ? swa_imax(0, kv_len - 1 - window_left) : 0;
+}
+
+/* Where decode chunk 0 starts: the page holding the window start, so pages
+ * wholly before the window are never loaded.  Mutant WINDOW_PAGE_CROSS
+ * rounds up instead: the keys of the page the window starts in are lost. */
+SWA_HD static inline int swa_decode_chunk_base(int window_start, int page_size, swa_mutant m)
+{
+    return m == SWA_MUTANT_WINDOW_PAGE_CROSS ? swa_align_up(window_start, page_size)
+                                             : swa_align_down(window_start, page_size);
+}
+
+/* FlashInfer: (num_pages - 1) * page_size + last_page_len. */
+SWA_HD static inline int swa_paged_kv_len(int num_pages, int page_size, int last_page_len)
+{
+    return num_pages > 0 ? (num_pages - 1) * page_size + last_page_len : 0;
+}
+
+/* Index into a FlashInfer `indices` array (or a block_tables row) of the page
+ * holding token t of a request whose page list starts at page_begin and has
+ * num_pages entries.  Mutant FOREIGN_PAGE_READ: the request's last page is
+ * looked up one entry too far (the plans pad the table with one spare entry
+ * so that read stays inside the table and lands on a page the request does
+ * not own). */
+SWA_HD static inline int swa_page_entry(int page_begin, int num_pages, int t, int page_size, swa_mutant m)
+{
+    int lp = t / page_size;
+    if (m == SWA_MUTANT_FOREIGN_PAGE_READ && lp == num_pages - 1)
+        lp += 1;
+    return page_begin + lp;
+}
+
+/* Element offset of (page, slot, kv head, 0) in a pool (harness/data.h). */
+SWA_HD static inline size_t swa_pool_offset(swa_layout layout, int page, int slot, int head, int page_size,
+                                            int num_kv_heads, int head_dim)
+{
+    if (layout == SWA_LAYOUT_NHD)
+        return (((size_t)page * page_size + slot) * num_kv_heads + head) * head_dim;
+    return (((size_t)page * num_kv_heads + head) * page_size + slot) * head_dim;
+}
+
+/* --------------------------------------------------------------------------
+ * Softmax arithmetic, exp2 domain. */
+
+/* Logit of one (q, k) dot product (accumulated in fp32) in the log2 domain:
+ * s = qk * sm_scale, soft cap c*tanh(s/c) when cap_on, then * log2(e). */
+SWA_HD static inline float swa_logit_log2(float qk, float sm_scale, float soft_cap, bool cap_on)
+{
+    float s = qk * sm_scale;
+    if (cap_on)
+        s = soft_cap * tanhf(s / soft_cap);
+    return s * SWA_LOG2E;
+}
+
+/* Rescale factor of the running state when the running max moves from
+ * m_old to m_new (m_new finite).  A state that has seen nothing (m_old =
+ * -inf) holds zeros, so any factor works; 0 avoids inf - inf. */
+SWA_HD static inline float swa_online_rescale(float m_old, float m_new)
+{
+    return m_old == -INFINITY ? 0.0f : exp2f(m_old - m_new);
+}
+
+/* Base-2 LSE of a finished state: m + log2(d); -inf when nothing was seen. */
+SWA_HD static inline float swa_state_lse(float m, float d)
+{
+    return d > 0.0f ? m + log2f(d) : -INFINITY;
+}
+
+/* Weight of one partial state in a merge: 2^(lse_part - lse_max); 0 for an
+ * empty partial (lse_part = -inf). */
+SWA_HD static inline float swa_merge_weight(float lse_part, float lse_max)
+{
+    return lse_part == -INFINITY ? 0.0f : exp2f(lse_part - lse_max);
+}
+
+/* The LSE a kernel writes for a base-2 value.  Mutant LSE_WRONG_BASE writes
+ * the natural log while the backend still declares base 2. */
+SWA_HD static inline float swa_lse_store_value(float lse2, swa_mutant m)
+{
+    return m == SWA_MUTANT_LSE_WRONG_BASE ? lse2 * SWA_LN2 : lse2;
+}
+
+#endif /* SWADIFF_ATTN_PRIMITIVES_H */

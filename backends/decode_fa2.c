@@ -1,0 +1,517 @@
+/* decode_fa2.c — the FlashInfer-style decode backend: split-KV plan over
+ * each request's window span, CUDA-graph plans (worst-case buffers, padded
+ * grid) with in-place update, and the run wrapper.
+ *
+ * Mutants placed here (plan level): LAST_PAGE_LEN_OFF (the plan's copy of
+ * last_page_len is one less), SPLIT_CHUNK_SHORT (chunks counted for
+ * kv_chunk_size but executed one page shorter), SPLIT_LAST_CHUNK_DROPPED
+ * (chunk count rounded down), GRAPH_CAPTURED_SCALARS (grid_work not padded:
+ * the captured batch's num_work).  For the split mutants and
+ * LSE_MERGE_DROPPED a split is forced whenever some request's span covers
+ * more than one page (chunk = half the longest span, page aligned).
+ * Tested by tests/test_plan_decode.c and tests/test_host_decode.c. */
+#include "decode_fa2.h"
+
+#include "attn_primitives.h"
+#include "plan_common.h"
+
+#define BACKEND "decode_fa2"
+
+typedef struct fa2_state {
+    swa_decode_fa2_plan *plan;     /* what run() executes (graph: updated to the full batch) */
+    swa_decode_fa2_plan *captured; /* graph mode: planned with the capture batch */
+    const swa_device_ops *device;
+} fa2_state;
+
+void swa_decode_fa2_plan_free(swa_decode_fa2_plan *p)
+{
+    if (!p)
+        return;
+    free(p->work_request);
+    free(p->work_chunk);
+    free(p->req_num_chunks);
+    free(p->req_partial_offset);
+    free(p->kv_indptr);
+    free(p->kv_indices);
+    free(p->kv_last_page_len);
+    free(p);
+}
+
+swa_status swa_decode_check_cache(const char *backend, const swa_case *c, const swa_paged_kv *kv, swa_error *err)
+{
+    if (!kv || !kv->indptr || !kv->indices || !kv->last_page_len)
+        return swa_error_set(err, SWA_ERR_INVALID, "%s: case %s has no paged KV cache in its inputs", backend, c->id);
+    if (kv->num_requests != c->num_requests || kv->page_size != c->page_size || kv->page_size < 1 ||
+        kv->num_kv_heads != c->num_kv_heads || kv->head_dim != c->head_dim)
+        return swa_error_set(err, SWA_ERR_INVALID,
+                             "%s: case %s: paged cache (requests %d, page_size %d, kv heads %d, head_dim %d) "
+                             "does not match the case (%d, %d, %d, %d)",
+                             backend, c->id, kv->num_requests, kv->page_size, kv->num_kv_heads, kv->head_dim,
+                             c->num_requests, c->page_size, c->num_kv_heads, c->head_dim);
+    for (int r = 0; r < c->num_requests; r++) {
+        int pages = kv->indptr[r + 1] - kv->indptr[r];
+        int lpl = kv->last_page_len[r];
+        if (pages < 0 || (pages > 0 && (lpl < 1 || lpl > kv->page_size)) ||
+            swa_paged_kv_len(pages, kv->page_size, lpl) != c->kv_len[r])
+            return swa_error_set(err, SWA_ERR_INVALID,
+                                 "%s: case %s request %d: page table has %d pages, last_page_len %d (kv_len %d) "
+                                 "but the case says kv_len %d",
+                                 backend, c->id, r, pages, lpl, swa_paged_kv_len(pages, kv->page_size, lpl),
+                                 c->kv_len[r]);
+        for (int e = kv->indptr[r]; e < kv->indptr[r + 1]; e++)
+            if (kv->indices[e] < 0 || kv->indices[e] >= kv->num_pages)
+                return swa_error_set(err, SWA_ERR_INVALID,
+                                     "%s: case %s request %d: page id %d at indices[%d] is outside the pool "
+                                     "of %d pages",
+                                     backend, c->id, r, kv->indices[e], e, kv->num_pages);
+    }
+    return SWA_OK;
+}
+
+/* A page no request references (NaN-poisoned by the data generator), or
+ * page 0 when the pool has none.  It pads the plan's page table so a
+ * FOREIGN_PAGE_READ lookup one entry too far stays inside the table. */
+static int fa2_spare_page(const swa_paged_kv *kv)
+{
+    unsigned char *used = calloc((size_t)kv->num_pages + 1, 1);
+    int spare = 0;
+    if (!used)
+        return 0;
+    for (int e = 0; e < kv->indptr[kv->num_requests]; e++)
+        used[kv->indices[e]] = 1;
+    for (int pg = 0; pg < kv->num_pages; pg++)
+        if (!used[pg]) {
+            spare = pg;
+            break;
+        }
+    free(used);
+    return spare;
+}
+
+/* Span of keys a request's chunks cover: [base, kv_len). */
+static int fa2_request_span(const swa_decode_fa2_plan *p, int r)
+{
+    int pages = p->kv_indptr[r + 1] - p->kv_indptr[r];
+    int kv_len = swa_paged_kv_len(pages, p->page_size, p->kv_last_page_len[r]);
+    int ws = swa_decode_window_start(kv_len, p->window_left);
+    int base = swa_decode_chunk_base(ws, p->page_size, p->mutant);
+    return swa_imax(0, kv_len - base);
+}
+
+/* Chunk counts for a span with the plan's split settings.  count_chunk is
+ * the chunk size the planner counted with (kv_chunk_size, except under
+ * SPLIT_CHUNK_SHORT where the executed chunks are one page shorter). */
+static int fa2_chunks_for_span(int span, bool split, int count_chunk, swa_mutant m)
+{
+    if (!split)
+        return 1;
+    if (m == SWA_MUTANT_SPLIT_LAST_CHUNK_DROPPED)
+        return span / count_chunk;
+    return swa_imax(1, swa_ceil_div(span, count_chunk));
+}
+
+static int fa2_count_chunk(const swa_decode_fa2_plan *p)
+{
+    return p->mutant == SWA_MUTANT_SPLIT_CHUNK_SHORT && p->split_kv ? p->kv_chunk_size + p->page_size
+                                                                    : p->kv_chunk_size;
+}
+
+/* Copies the page table of the first n requests into p (capacity checked
+ * by the caller) and rebuilds the work list and partial offsets. */
+static void fa2_fill_batch(swa_decode_fa2_plan *p, const swa_paged_kv *kv, int n, int spare_page)
+{
+    p->num_requests = n;
+    p->kv_indptr[0] = 0;
+    for (int r = 0; r < n; r++) {
+        p->kv_indptr[r + 1] = kv->indptr[r + 1] - kv->indptr[0];
+        int lpl = kv->last_page_len[r];
+        if (p->mutant == SWA_MUTANT_LAST_PAGE_LEN_OFF)
+            lpl -= 1; /* kv_len one short: the newest key is dropped */
+        p->kv_last_page_len[r] = lpl;
+    }
+    int total_pages = p->kv_indptr[n];
+    memcpy(p->kv_indices, kv->indices + kv->indptr[0], (size_t)total_pages * sizeof(int));
+    p->kv_indices[total_pages] = spare_page;
+
+    int count_chunk = fa2_count_chunk(p);
+    int w = 0, rows = 0;
+    for (int r = 0; r < n; r++) {
+        int chunks = fa2_chunks_for_span(fa2_request_span(p, r), p->split_kv, count_chunk, p->mutant);
+        p->req_num_chunks[r] = chunks;
+        p->req_partial_offset[r] = p->split_kv ? rows : 0;
+        if (p->split_kv)
+            rows += chunks;
+        for (int ch = 0; ch < chunks; ch++, w++) {
+            p->work_request[w] = r;
+            p->work_chunk[w] = ch;
+        }
+    }
+    p->num_work = w;
+    p->total_partial_rows = rows;
+}
+
+/* CTAs a chunk size launches for the batch. */
+static long long fa2_ctas_for_chunk(const int *spans, int n, int chunk, int num_kv_heads)
+{
+    long long items = 0;
+    for (int r = 0; r < n; r++)
+        items += swa_imax(1, swa_ceil_div(spans[r], chunk));
+    return items * num_kv_heads;
+}
+
+/* Split decision over the given spans: returns the chunk size, 0 for no
+ * split.  Splits when batch x kv_heads CTAs underfill the SMs and some span
+ * is longer than the minimum chunk; the chunk is the smallest multiple of
+ * page_size (>= the minimum) whose grid fits in one wave. */
+static int fa2_choose_chunk(const int *spans, int n, int page_size, int num_kv_heads, int num_sms, swa_mutant m)
+{
+    int max_span = 0;
+    for (int r = 0; r < n; r++)
+        max_span = swa_imax(max_span, spans[r]);
+    if (m == SWA_MUTANT_SPLIT_CHUNK_SHORT || m == SWA_MUTANT_SPLIT_LAST_CHUNK_DROPPED ||
+        m == SWA_MUTANT_LSE_MERGE_DROPPED) {
+        if (max_span > page_size) {
+            int chunk = swa_align_up(swa_ceil_div(max_span, 2), page_size);
+            if (m == SWA_MUTANT_SPLIT_CHUNK_SHORT)
+                chunk = swa_imax(chunk, 2 * page_size); /* room to lose a page */
+            return chunk;
+        }
+        return 0;
+    }
+    int min_chunk = swa_align_up(SWA_DECODE_MIN_CHUNK, page_size);
+    if (max_span <= min_chunk || (long long)n * num_kv_heads >= num_sms)
+        return 0;
+    int lo = min_chunk / page_size, hi = swa_ceil_div(max_span, page_size);
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (fa2_ctas_for_chunk(spans, n, mid * page_size, num_kv_heads) <= num_sms)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    int chunk = lo * page_size;
+    return chunk >= max_span ? 0 : chunk;
+}
+
+static void fa2_fill_shape(swa_decode_fa2_plan *p, const swa_case *c, swa_mutant m)
+{
+    p->num_qo_heads = c->num_qo_heads;
+    p->num_kv_heads = c->num_kv_heads;
+    p->group_size = c->num_qo_heads / c->num_kv_heads;
+    p->head_dim = c->head_dim;
+    p->page_size = c->page_size;
+    p->dtype = c->dtype;
+    p->layout = c->layout;
+    p->window_left = c->window_left;
+    p->sm_scale = swa_plan_sm_scale(c);
+    p->soft_cap = (float)c->soft_cap;
+    p->mutant = m;
+}
+
+static swa_status fa2_alloc(swa_decode_fa2_plan *p, swa_error *err)
+{
+    if (!(p->work_request = swa_plan_calloc((size_t)p->capacity_work, sizeof(int), BACKEND, err)) ||
+        !(p->work_chunk = swa_plan_calloc((size_t)p->capacity_work, sizeof(int), BACKEND, err)) ||
+        !(p->req_num_chunks = swa_plan_calloc((size_t)p->capacity_requests, sizeof(int), BACKEND, err)) ||
+        !(p->req_partial_offset = swa_plan_calloc((size_t)p->capacity_requests, sizeof(int), BACKEND, err)) ||
+        !(p->kv_indptr = swa_plan_calloc((size_t)p->capacity_requests + 1, sizeof(int), BACKEND, err)) ||
+        !(p->kv_indices = swa_plan_calloc((size_t)p->capacity_pages + 1, sizeof(int), BACKEND, err)) ||
+        !(p->kv_last_page_len = swa_plan_calloc((size_t)p->capacity_requests, sizeof(int), BACKEND, err)))
+        return SWA_ERR_NOMEM;
+    return SWA_OK;
+}
+
+/* Spans of the first n requests as the plan will see them (page table after
+ * the LAST_PAGE_LEN_OFF mutant, chunk base after WINDOW_PAGE_CROSS). */
+static int *fa2_spans(const swa_case *c, const swa_paged_kv *kv, int n, swa_mutant m, swa_error *err)
+{
+    int *spans = swa_plan_calloc((size_t)n, sizeof(int), BACKEND, err);
+    if (!spans)
+        return NULL;
+    for (int r = 0; r < n; r++) {
+        int lpl = kv->last_page_len[r] - (m == SWA_MUTANT_LAST_PAGE_LEN_OFF ? 1 : 0);
+        int kv_len = swa_paged_kv_len(kv->indptr[r + 1] - kv->indptr[r], kv->page_size, lpl);
+        int base = swa_decode_chunk_base(swa_decode_window_start(kv_len, c->window_left), kv->page_size, m);
+        spans[r] = swa_imax(0, kv_len - base);
+    }
+    return spans;
+}
+
+swa_status swa_decode_fa2_plan_build(const swa_case *c, const swa_paged_kv *kv, int num_requests,
+                                     const swa_plan_opts *o, swa_decode_fa2_plan **out, swa_error *err)
+{
+    *out = NULL;
+    swa_status st = swa_plan_check_case(BACKEND, c, err);
+    if (st == SWA_OK)
+        st = swa_decode_check_cache(BACKEND, c, kv, err);
+    if (st != SWA_OK)
+        return st;
+    if (num_requests < 1 || num_requests > c->num_requests)
+        return swa_error_set(err, SWA_ERR_INVALID, "%s: asked to plan %d requests of a %d-request case", BACKEND,
+                             num_requests, c->num_requests);
+    swa_mutant m = swa_plan_mutant(o);
+    swa_decode_fa2_plan *p = swa_plan_calloc(1, sizeof *p, BACKEND, err);
+    if (!p)
+        return SWA_ERR_NOMEM;
+    fa2_fill_shape(p, c, m);
+    int *spans = fa2_spans(c, kv, num_requests, m, err);
+    if (!spans) {
+        free(p);
+        return SWA_ERR_NOMEM;
+    }
+    int chunk = fa2_choose_chunk(spans, num_requests, c->page_size, c->num_kv_heads, swa_plan_target_sms(o), m);
+    int max_kv = 0;
+    for (int r = 0; r < num_requests; r++)
+        max_kv = swa_imax(max_kv, c->kv_len[r]);
+    p->split_kv = chunk > 0;
+    p->kv_chunk_size = p->split_kv ? chunk : swa_align_up(swa_imax(max_kv, 1), c->page_size);
+    if (m == SWA_MUTANT_SPLIT_CHUNK_SHORT && p->split_kv)
+        p->kv_chunk_size -= c->page_size; /* executed chunks one page short of what was counted */
+
+    long long work = 0;
+    for (int r = 0; r < num_requests; r++)
+        work += fa2_chunks_for_span(spans[r], p->split_kv, chunk, m);
+    free(spans);
+    p->capacity_requests = num_requests;
+    p->capacity_work = (int)swa_imax(1, (int)work);
+    p->capacity_partial_rows = p->split_kv ? p->capacity_work : 0;
+    p->capacity_pages = kv->indptr[num_requests] - kv->indptr[0];
+    if ((st = fa2_alloc(p, err)) != SWA_OK) {
+        swa_decode_fa2_plan_free(p);
+        return st;
+    }
+    fa2_fill_batch(p, kv, num_requests, fa2_spare_page(kv));
+    p->grid_work = p->num_work;
+    *out = p;
+    return SWA_OK;
+}
+
+swa_status swa_decode_fa2_plan_graph(const swa_case *c, const swa_paged_kv *kv, int capture_requests,
+                                     int graph_max_requests, int graph_max_kv_len, const swa_plan_opts *o,
+                                     swa_decode_fa2_plan **out, swa_error *err)
+{
+    *out = NULL;
+    swa_status st = swa_plan_check_case(BACKEND, c, err);
+    if (st == SWA_OK)
+        st = swa_decode_check_cache(BACKEND, c, kv, err);
+    if (st != SWA_OK)
+        return st;
+    if (capture_requests < 1 || capture_requests > graph_max_requests || capture_requests > c->num_requests)
+        return swa_error_set(err, SWA_ERR_INVALID,
+                             "%s: case %s: CUDA-graph capture batch of %d requests (expected 1..%d, at most "
+                             "graph_max_requests %d)",
+                             BACKEND, c->id, capture_requests, c->num_requests, graph_max_requests);
+    for (int r = 0; r < capture_requests; r++)
+        if (c->kv_len[r] > graph_max_kv_len)
+            return swa_error_set(err, SWA_ERR_INVALID,
+                                 "%s: case %s: captured request %d has kv_len %d over graph_max_kv_len %d",
+                                 BACKEND, c->id, r, c->kv_len[r], graph_max_kv_len);
+    swa_mutant m = swa_plan_mutant(o);
+    swa_decode_fa2_plan *p = swa_plan_calloc(1, sizeof *p, BACKEND, err);
+    if (!p)
+        return SWA_ERR_NOMEM;
+    fa2_fill_shape(p, c, m);
+    p->graph = true;
+    p->graph_max_requests = graph_max_requests;
+    p->graph_max_kv_len = graph_max_kv_len;
+
+    /* The split is decided for the worst case the graph must serve: every
+     * request at graph_max_kv_len with its window (span <= window + page). */
+    int worst_kv = swa_imax(graph_max_kv_len, 1);
+    int worst_ws = swa_decode_window_start(worst_kv, c->window_left);
+    int worst_span = worst_kv - swa_decode_chunk_base(worst_ws, c->page_size, m);
+    int *spans = swa_plan_calloc((size_t)graph_max_requests, sizeof(int), BACKEND, err);
+    if (!spans) {
+        free(p);
+        return SWA_ERR_NOMEM;
+    }
+    for (int r = 0; r < graph_max_requests; r++)
+        spans[r] = worst_span;
+    int chunk = fa2_choose_chunk(spans, graph_max_requests, c->page_size, c->num_kv_heads,
+                                 swa_plan_target_sms(o), m);
+    free(spans);
+    p->split_kv = chunk > 0;
+    p->kv_chunk_size = p->split_kv ? chunk : swa_align_up(worst_kv, c->page_size);
+    if (m == SWA_MUTANT_SPLIT_CHUNK_SHORT && p->split_kv)
+        p->kv_chunk_size -= c->page_size;
+
+    /* Any request's span is at most its kv_len <= graph_max_kv_len. */
+    int max_chunks = p->split_kv ? swa_imax(1, swa_ceil_div(worst_kv, chunk)) : 1;
+    p->capacity_requests = graph_max_requests;
+    p->capacity_work = graph_max_requests * max_chunks;
+    p->capacity_partial_rows = p->split_kv ? p->capacity_work : 0;
+    p->capacity_pages = graph_max_requests * swa_ceil_div(worst_kv, c->page_size);
+    if ((st = fa2_alloc(p, err)) != SWA_OK) {
+        swa_decode_fa2_plan_free(p);
+        return st;
+    }
+    fa2_fill_batch(p, kv, capture_requests, fa2_spare_page(kv));
+    /* The launch grid is a scalar baked into the captured graph: pad it to
+     * the capacity so any batch within capacity is fully covered on replay.
+     * Mutant GRAPH_CAPTURED_SCALARS keeps the captured batch's num_work. */
+    p->grid_work = m == SWA_MUTANT_GRAPH_CAPTURED_SCALARS ? p->num_work : p->capacity_work;
+    *out = p;
+    return SWA_OK;
+}
+
+swa_status swa_decode_fa2_graph_update(swa_decode_fa2_plan *p, const swa_paged_kv *kv, int num_requests,
+                                       swa_error *err)
+{
+    if (!p->graph)
+        return swa_error_set(err, SWA_ERR_INVALID, "%s: graph update on a plan built without CUDA-graph mode",
+                             BACKEND);
+    if (num_requests < 1 || num_requests > p->capacity_requests || num_requests > kv->num_requests)
+        return swa_error_set(err, SWA_ERR_INVALID,
+                             "%s: CUDA-graph update to %d requests exceeds the captured capacity of %d requests",
+                             BACKEND, num_requests, p->capacity_requests);
+    int pages = kv->indptr[num_requests] - kv->indptr[0];
+    for (int r = 0; r < num_requests; r++) {
+        int kv_len = swa_paged_kv_len(kv->indptr[r + 1] - kv->indptr[r], kv->page_size, kv->last_page_len[r]);
+        if (kv_len > p->graph_max_kv_len)
+            return swa_error_set(err, SWA_ERR_INVALID,
+                                 "%s: CUDA-graph update: request %d has kv_len %d over graph_max_kv_len %d",
+                                 BACKEND, r, kv_len, p->graph_max_kv_len);
+    }
+    if (pages > p->capacity_pages)
+        return swa_error_set(err, SWA_ERR_INVALID, "%s: CUDA-graph update needs %d pages, capacity %d", BACKEND,
+                             pages, p->capacity_pages);
+    fa2_fill_batch(p, kv, num_requests, fa2_spare_page(kv));
+    return SWA_OK;
+}
+
+swa_status swa_decode_fa2_graph_copy(swa_decode_fa2_plan *dst, const swa_decode_fa2_plan *src, swa_error *err)
+{
+    if (!dst->graph || !src->graph || dst->capacity_work != src->capacity_work ||
+        dst->capacity_requests != src->capacity_requests || dst->capacity_pages != src->capacity_pages ||
+        dst->kv_chunk_size != src->kv_chunk_size || dst->split_kv != src->split_kv)
+        return swa_error_set(err, SWA_ERR_INVALID,
+                             "%s: CUDA-graph buffer update between plans of different capacity or chunking",
+                             BACKEND);
+    dst->num_requests = src->num_requests;
+    dst->num_work = src->num_work;
+    dst->total_partial_rows = src->total_partial_rows;
+    memcpy(dst->work_request, src->work_request, (size_t)src->capacity_work * sizeof(int));
+    memcpy(dst->work_chunk, src->work_chunk, (size_t)src->capacity_work * sizeof(int));
+    memcpy(dst->req_num_chunks, src->req_num_chunks, (size_t)src->capacity_requests * sizeof(int));
+    memcpy(dst->req_partial_offset, src->req_partial_offset, (size_t)src->capacity_requests * sizeof(int));
+    memcpy(dst->kv_indptr, src->kv_indptr, ((size_t)src->capacity_requests + 1) * sizeof(int));
+    memcpy(dst->kv_indices, src->kv_indices, ((size_t)src->capacity_pages + 1) * sizeof(int));
+    memcpy(dst->kv_last_page_len, src->kv_last_page_len, (size_t)src->capacity_requests * sizeof(int));
+    return SWA_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * backend table */
+
+static const char *fa2_supports(const swa_case *c, swa_device dev, char *buf, size_t n)
+{
+    const char *why;
+    if ((why = swa_plan_dtype_reason(BACKEND, c, buf, n)) || (why = swa_plan_decode_reason(BACKEND, c, buf, n)) ||
+        (why = swa_plan_head_dim_reason(BACKEND, c, buf, n)))
+        return why;
+    return NULL;
+}
+
+static void fa2_state_free(fa2_state *s)
+{
+    if (!s)
+        return;
+    swa_decode_fa2_plan_free(s->plan);
+    swa_decode_fa2_plan_free(s->captured);
+    free(s);
+}
+
+static swa_status fa2_plan(const swa_case *c, const swa_inputs *in, const swa_plan_opts *o, void **plan,
+                           swa_error *err)
+{
+    *plan = NULL;
+    char why[256];
+    if (fa2_supports(c, SWA_DEVICE_HOST, why, sizeof why))
+        return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s", why);
+    fa2_state *s = swa_plan_calloc(1, sizeof *s, BACKEND, err);
+    if (!s)
+        return SWA_ERR_NOMEM;
+    s->device = o ? o->device : NULL;
+    swa_status st;
+    if (c->cuda_graph) {
+        int max_kv = 0;
+        for (int r = 0; r < c->num_requests; r++)
+            max_kv = swa_imax(max_kv, c->kv_len[r]);
+        /* capture with the first graph_capture_requests requests; the
+         * graph's worst case is the full batch at its longest request */
+        st = swa_decode_fa2_plan_graph(c, &in->paged, c->graph_capture_requests, c->num_requests, max_kv, o,
+                                       &s->captured, err);
+        if (st == SWA_OK)
+            st = swa_decode_fa2_plan_graph(c, &in->paged, c->graph_capture_requests, c->num_requests, max_kv, o,
+                                           &s->plan, err);
+        if (st == SWA_OK)
+            st = swa_decode_fa2_graph_update(s->plan, &in->paged, c->num_requests, err);
+    } else {
+        st = swa_decode_fa2_plan_build(c, &in->paged, c->num_requests, o, &s->plan, err);
+    }
+    if (st != SWA_OK) {
+        fa2_state_free(s);
+        return st;
+    }
+    *plan = s;
+    return SWA_OK;
+}
+
+const swa_decode_fa2_plan *swa_decode_fa2_plan_of(const void *backend_plan)
+{
+    return backend_plan ? ((const fa2_state *)backend_plan)->plan : NULL;
+}
+
+const swa_decode_fa2_plan *swa_decode_fa2_captured_of(const void *backend_plan)
+{
+    return backend_plan ? ((const fa2_state *)backend_plan)->captured : NULL;
+}
+
+static size_t fa2_workspace_size(const void *plan)
+{
+    const swa_decode_fa2_plan *p = swa_decode_fa2_plan_of(plan);
+    size_t partial = (size_t)p->capacity_partial_rows * p->num_qo_heads * ((size_t)p->head_dim + 1) * sizeof(float);
+    size_t tables = ((size_t)p->capacity_work * 2 + (size_t)p->capacity_requests * 4 + 1 +
+                     (size_t)p->capacity_pages + 1) * sizeof(int);
+    return partial + tables;
+}
+
+static double fa2_run_lse_base(const void *plan, const swa_run_opts *r) { return 2.0; }
+
+static swa_status fa2_run(void *plan, void *dev_inputs, const swa_run_opts *r, const swa_out_args *o,
+                          swa_error *err)
+{
+    fa2_state *s = plan;
+    if (r && r->window_left_set && r->window_left != s->plan->window_left)
+        return swa_error_set(err, SWA_ERR_INVALID,
+                             "%s: plan/run mismatch: planned window_left=%d, run window_left=%d; plan again "
+                             "with the window the run uses",
+                             BACKEND, s->plan->window_left, r->window_left);
+    if (!s->device)
+        return swa_error_set(err, SWA_ERR_INVALID, "%s: the plan has no device to run on", BACKEND);
+    bool write_lse = r && r->return_lse && o->lse;
+    if (s->captured) {
+        if (!s->device->decode_fa2_graph)
+            return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s: device %s has no CUDA-graph mode", BACKEND,
+                                 s->device->name);
+        return s->device->decode_fa2_graph(s->captured, s->plan, dev_inputs, o, write_lse, err);
+    }
+    return s->device->decode_fa2(s->plan, dev_inputs, o, write_lse, err);
+}
+
+static void fa2_free(void *plan) { fa2_state_free(plan); }
+
+const swa_backend swa_backend_decode_fa2 = {
+    .name = BACKEND,
+    .description = "FlashInfer-style batch decode: one CTA per (request, KV chunk, kv head) with all group "
+                   "heads, split-KV over the window span with LSE merge, CUDA-graph mode",
+    .api_version = SWA_BACKEND_API_VERSION,
+    .flag = SWA_BACKEND_DECODE_FA2,
+    .lse_base = 2.0,
+    .supports = fa2_supports,
+    .plan = fa2_plan,
+    .workspace_size = fa2_workspace_size,
+    .run_lse_base = fa2_run_lse_base,
+    .run = fa2_run,
+    .free = fa2_free,
+};

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# ci/setup-deps.sh — installs the Debian 12 packages swadiff needs, when they
+# are missing.  Idempotent and non-interactive; says what it installs.
+#
+#   ci/setup-deps.sh            # build + test dependencies
+#   SWADIFF_SKIP_APT=1 ...      # check only, install nothing
+#
+# The CUDA toolkit (nvcc) is not a Debian package here: it is used when it is
+# on PATH (or in /usr/local/cuda/bin) and skipped otherwise.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git python3
+  libopenblas-dev libcjson-dev libcriterion-dev
+  clang libclang-rt-14-dev          # libFuzzer + sanitizer runtimes
+  chromium                          # renders report.html in the test suite
+  hipcc libamdhip64-dev rocm-device-libs   # ROCm HIP build of the backends
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup-deps: all ${#packages[@]} packages already installed"
+else
+  echo "setup-deps: installing ${missing[*]}"
+  if [ "${SWADIFF_SKIP_APT:-0}" = 1 ]; then
+    echo "setup-deps: SWADIFF_SKIP_APT=1, not installing: the build may fail" >&2
+    exit 1
+  fi
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  echo "setup-deps: CUDA toolkit found: $( (command -v nvcc || echo /usr/local/cuda/bin/nvcc) )"
+else
+  echo "setup-deps: no CUDA toolkit (nvcc): the CUDA device will not be built"
+fi

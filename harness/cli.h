@@ -1,0 +1,31 @@
+/* cli.h — the subcommands of the swadiff command line (one function each,
+ * argv[0] being the subcommand name, options parsed with getopt_long). */
+#ifndef SWADIFF_CLI_H
+#define SWADIFF_CLI_H
+
+#include "../backends/backend.h"
+#include "case.h"
+
+int swa_cmd_run(int argc, char **argv, const char *prog);
+int swa_cmd_validate(int argc, char **argv);
+int swa_cmd_list(int argc, char **argv);
+int swa_cmd_bench(int argc, char **argv);
+int swa_cmd_merge(int argc, char **argv);
+int swa_cmd_selftest(int argc, char **argv, const char *prog);
+int swa_cmd_explain(int argc, char **argv, const char *prog);
+int swa_cmd_shrink(int argc, char **argv, const char *prog);
+
+/* Shared helpers for the subcommands. */
+/* Loads every path (default "cases" when npaths == 0); prints located
+ * errors; returns 0 or SWA_EXIT_USAGE. */
+int swa_cli_load_cases(int npaths, char **paths, swa_case_list *list);
+/* Resolves --device (host|cuda|hip|auto).  Returns the device or NULL with
+ * *exit_code set (77 when a GPU was asked for and none is usable, 2 for an
+ * unknown name) and the reason printed. */
+const swa_device_ops *swa_cli_device(const char *name, int *exit_code);
+/* Parses "I/N" (1 <= I <= N).  Returns 0 or -1. */
+int swa_cli_parse_shard(const char *s, int *index, int *count);
+/* Parses a comma-separated backend list into SWA_BACKEND_* flags; 0 on error. */
+unsigned swa_cli_parse_backends(const char *s, char *bad, size_t n);
+
+#endif /* SWADIFF_CLI_H */

@@ -1,0 +1,56 @@
+/* cli_misc.c — `swadiff bench` and `swadiff merge`: thin dispatchers to the
+ * reference benchmark (reference/bench_ref.c), the CUDA benchmark
+ * (backends/cuda/bench_cuda.cu) and the report merger (harness/merge.c). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "report.h"
+
+int swa_bench_reference(int argc, char **argv);
+#ifdef SWADIFF_HAVE_CUDA
+int swa_bench_cuda(int argc, char **argv);
+#endif
+
+static int bench_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: swadiff bench --reference [OPTIONS]\n"
+            "       swadiff bench --device cuda [--json FILE] [OPTIONS]\n"
+            "\n"
+            "--reference: GFLOP/s of the CPU reference against the naive loop oracle and\n"
+            "             plain cblas_dgemm on this machine (Gemma-3-1B prefill, Mistral decode).\n"
+            "--device cuda: kernel time with CUDA events over working sets beyond L2; GB/s for\n"
+            "             decode (window bytes), TFLOP/s for prefill (visible pairs), next to\n"
+            "             the H200 ceilings of DESIGN.md section 10.\n"
+            "Options after the mode are passed to it (`swadiff bench --reference --help`).\n");
+    return f == stdout ? SWA_EXIT_OK : SWA_EXIT_USAGE;
+}
+
+int swa_cmd_bench(int argc, char **argv)
+{
+    if (argc < 2)
+        return bench_usage(stderr);
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+        return bench_usage(stdout);
+    if (!strcmp(argv[1], "--reference"))
+        return swa_bench_reference(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "--device") && argc >= 3) {
+        if (!strcmp(argv[2], "cuda")) {
+#ifdef SWADIFF_HAVE_CUDA
+            return swa_bench_cuda(argc - 2, argv + 2);
+#else
+            fprintf(stderr, "swadiff bench: this swadiff was built without the CUDA device\n");
+            return SWA_EXIT_NO_GPU;
+#endif
+        }
+        fprintf(stderr, "swadiff bench: --device %s: only cuda has kernel benchmarks\n", argv[2]);
+        return SWA_EXIT_USAGE;
+    }
+    return bench_usage(stderr);
+}
+
+int swa_cmd_merge(int argc, char **argv)
+{
+    return swa_merge_main(argc, argv);
+}

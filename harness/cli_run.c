@@ -1,0 +1,383 @@
+/* cli_run.c — `swadiff run`, `validate` and `list`, and the helpers the
+ * other subcommands share (loading, device and shard selection).
+ *
+ * Tested end to end by tests/test_cli.c (exit codes, filters, shards). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "../reference/reference.h"
+#include "cli.h"
+#include "console.h"
+#include "report.h"
+#include "run.h"
+
+int swa_cli_load_cases(int npaths, char **paths, swa_case_list *list)
+{
+    static char *default_paths[] = {"cases"};
+    if (npaths == 0) {
+        struct stat st;
+        if (stat("cases", &st) != 0) {
+            fprintf(stderr, "swadiff: no CASES given and no ./cases folder here: name case files or folders\n");
+            return SWA_EXIT_USAGE;
+        }
+        npaths = 1;
+        paths = default_paths;
+    }
+    int errors = 0;
+    for (int i = 0; i < npaths; i++) {
+        swa_load_error le;
+        memset(&le, 0, sizeof le);
+        if (swa_case_load_path(paths[i], list, &le) != 0) {
+            char msg[2048];
+            swa_load_error_format(&le, msg, sizeof msg);
+            fprintf(stderr, "%s\n", msg);
+            errors++;
+        }
+    }
+    return errors ? SWA_EXIT_USAGE : 0;
+}
+
+const swa_device_ops *swa_cli_device(const char *name, int *exit_code)
+{
+    char why[512] = "";
+    if (!name || !strcmp(name, "auto")) {
+        for (int k = SWA_DEVICE_CUDA; k <= SWA_DEVICE_HIP; k++) {
+            const swa_device_ops *d = swa_device_get((swa_device)k);
+            if (d && d->available(why, sizeof why))
+                return d;
+        }
+        return swa_device_get(SWA_DEVICE_HOST);
+    }
+    swa_device kind;
+    if (!strcmp(name, "host")) kind = SWA_DEVICE_HOST;
+    else if (!strcmp(name, "cuda")) kind = SWA_DEVICE_CUDA;
+    else if (!strcmp(name, "hip")) kind = SWA_DEVICE_HIP;
+    else {
+        fprintf(stderr, "swadiff: --device %s: expected host, cuda, hip or auto\n", name);
+        *exit_code = SWA_EXIT_USAGE;
+        return NULL;
+    }
+    const swa_device_ops *d = swa_device_get(kind);
+    if (!d) {
+        fprintf(stderr, "swadiff: --device %s: this swadiff was built without the %s device "
+                        "(reconfigure with -DSWADIFF_%s=ON)\n",
+                name, name, kind == SWA_DEVICE_CUDA ? "CUDA" : "HIP");
+        *exit_code = SWA_EXIT_NO_GPU;
+        return NULL;
+    }
+    if (!d->available(why, sizeof why)) {
+        fprintf(stderr, "swadiff: --device %s: %s\n", name, why);
+        *exit_code = kind == SWA_DEVICE_HOST ? SWA_EXIT_RUNTIME : SWA_EXIT_NO_GPU;
+        return NULL;
+    }
+    return d;
+}
+
+int swa_cli_parse_shard(const char *s, int *index, int *count)
+{
+    char *end;
+    errno = 0;
+    long i = strtol(s, &end, 10);
+    if (errno || end == s || *end != '/')
+        return -1;
+    const char *p = end + 1;
+    long n = strtol(p, &end, 10);
+    if (errno || end == p || *end != '\0' || n < 1 || i < 1 || i > n || n > 1000000)
+        return -1;
+    *index = (int)i;
+    *count = (int)n;
+    return 0;
+}
+
+unsigned swa_cli_parse_backends(const char *s, char *bad, size_t n)
+{
+    unsigned mask = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        const swa_backend *b = swa_backend_by_name(tok);
+        if (!b) {
+            snprintf(bad, n, "%s", tok);
+            return 0;
+        }
+        mask |= b->flag;
+    }
+    if (!mask)
+        snprintf(bad, n, "%s", s);
+    return mask;
+}
+
+static void fill_environment(swa_environment *env, const swa_device_ops *dev, int argc, char **argv,
+                             const char *prog)
+{
+    memset(env, 0, sizeof *env);
+    snprintf(env->harness_version, sizeof env->harness_version, "%s", SWADIFF_VERSION);
+    snprintf(env->git_revision, sizeof env->git_revision, "%s", SWADIFF_GIT_REVISION);
+    struct utsname u;
+    if (uname(&u) == 0)
+        snprintf(env->host, sizeof env->host, "%s %s %s", u.nodename, u.sysname, u.machine);
+    char desc[400] = "";
+    dev->describe(desc, sizeof desc);
+    snprintf(env->devices, sizeof env->devices, "%s: %s", dev->name, desc);
+    snprintf(env->toolkit, sizeof env->toolkit, "%s", desc);
+    size_t k = (size_t)snprintf(env->command_line, sizeof env->command_line, "%s", prog);
+    for (int i = 0; i < argc && k < sizeof env->command_line; i++)
+        k += (size_t)snprintf(env->command_line + k, sizeof env->command_line - k, " %s", argv[i]);
+}
+
+static int run_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: swadiff run [OPTIONS] [CASES...]\n"
+            "\n"
+            "Runs every expanded case of the given case files or folders (default ./cases)\n"
+            "through the backends each case names, on one device, and compares each output\n"
+            "with the CPU reference.\n"
+            "\n"
+            "  -d, --device D      host | cuda | hip | auto (default auto: a GPU when usable)\n"
+            "  -b, --backend B     only these backends (comma-separated): prefill, decode_fa2,\n"
+            "                      decode_aiter, decode_auto\n"
+            "  -f, --filter ID     only cases whose id equals ID or matches it as a glob\n"
+            "                      (repeatable; a failing id pasted back reruns exactly it)\n"
+            "  -r, --report DIR    write report.json, report.html, junit.xml (and\n"
+            "                      results.jsonl, kept up to date as results arrive) in DIR\n"
+            "  -s, --shard I/N     run only shard I of N (1-based, deterministic round robin\n"
+            "                      over the selected cases in load order)\n"
+            "  -m, --mutant NAME   switch on a known bug (swadiff list mutants)\n"
+            "      --dump DIR      write inputs, reference and outputs as .npy per case\n"
+            "      --timeout SEC   per (case, backend) time limit, reported as error: timeout\n"
+            "      --no-explain    don't attach a diagnosis to failing results\n"
+            "      --no-isolate    run in this process instead of a worker (for debuggers;\n"
+            "                      a device fault then ends the run)\n"
+            "  -q, --quiet         no per-result lines\n"
+            "  -h, --help          this text\n"
+            "\n"
+            "exit: 0 all passed (skips allowed), 1 a mismatch, 2 usage or case-file error,\n"
+            "      3 runtime error, 77 the device asked for is not usable here\n");
+    return f == stdout ? SWA_EXIT_OK : SWA_EXIT_USAGE;
+}
+
+int swa_cmd_run(int argc, char **argv, const char *prog)
+{
+    static const struct option opts[] = {
+        {"device", required_argument, 0, 'd'}, {"backend", required_argument, 0, 'b'},
+        {"filter", required_argument, 0, 'f'}, {"report", required_argument, 0, 'r'},
+        {"shard", required_argument, 0, 's'},  {"mutant", required_argument, 0, 'm'},
+        {"dump", required_argument, 0, 'D'},   {"timeout", required_argument, 0, 'T'},
+        {"no-explain", no_argument, 0, 'E'},   {"quiet", no_argument, 0, 'q'},
+        {"no-isolate", no_argument, 0, 'I'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
+    };
+    const char *device_name = "auto", *report_dir = NULL, *dump_dir = NULL;
+    const char *filters[64];
+    int nfilters = 0, shard_i = 1, shard_n = 1;
+    unsigned backend_mask = 0;
+    swa_mutant mutant = SWA_MUTANT_NONE;
+    double timeout = 0;
+    bool explain = true, quiet = false, no_isolate = false;
+    char bad[128];
+    optind = 1;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "d:b:f:r:s:m:qh", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'd': device_name = optarg; break;
+        case 'b':
+            backend_mask |= swa_cli_parse_backends(optarg, bad, sizeof bad);
+            if (!backend_mask) {
+                fprintf(stderr, "swadiff run: --backend: unknown backend '%s' (expected prefill, "
+                                "decode_fa2, decode_aiter or decode_auto)\n", bad);
+                return SWA_EXIT_USAGE;
+            }
+            break;
+        case 'f':
+            if (nfilters == 64) {
+                fprintf(stderr, "swadiff run: at most 64 --filter options\n");
+                return SWA_EXIT_USAGE;
+            }
+            filters[nfilters++] = optarg;
+            break;
+        case 'r': report_dir = optarg; break;
+        case 's':
+            if (swa_cli_parse_shard(optarg, &shard_i, &shard_n) != 0) {
+                fprintf(stderr, "swadiff run: --shard %s: expected I/N with 1 <= I <= N\n", optarg);
+                return SWA_EXIT_USAGE;
+            }
+            break;
+        case 'm':
+            mutant = swa_mutant_by_name(optarg);
+            if (mutant == SWA_MUTANT_COUNT) {
+                fprintf(stderr, "swadiff run: --mutant %s: unknown (see `swadiff list mutants`)\n", optarg);
+                return SWA_EXIT_USAGE;
+            }
+            break;
+        case 'D': dump_dir = optarg; break;
+        case 'T': {
+            char *end;
+            timeout = strtod(optarg, &end);
+            if (end == optarg || *end || !(timeout > 0)) {
+                fprintf(stderr, "swadiff run: --timeout %s: expected a positive number of seconds\n", optarg);
+                return SWA_EXIT_USAGE;
+            }
+            break;
+        }
+        case 'E': explain = false; break;
+        case 'I': no_isolate = true; break;
+        case 'q': quiet = true; break;
+        case 'h': return run_usage(stdout);
+        default: return run_usage(stderr);
+        }
+    }
+
+    swa_case_list all = {0};
+    int rc = swa_cli_load_cases(argc - optind, argv + optind, &all);
+    if (rc) {
+        swa_case_list_free(&all);
+        return rc;
+    }
+    /* select: filters, then the shard over what the filters kept */
+    int *selected = malloc(sizeof(int) * (size_t)(all.count ? all.count : 1));
+    int nsel = 0, kept = 0;
+    for (int i = 0; i < all.count; i++) {
+        bool match = nfilters == 0;
+        for (int f = 0; f < nfilters && !match; f++)
+            match = swa_case_matches(&all.cases[i], filters[f]);
+        if (!match)
+            continue;
+        if (kept++ % shard_n == shard_i - 1)
+            selected[nsel++] = i;
+    }
+    if (nfilters && kept == 0) {
+        fprintf(stderr, "swadiff run: no case matches --filter %s (ids: `swadiff list cases`)\n", filters[0]);
+        free(selected);
+        swa_case_list_free(&all);
+        return SWA_EXIT_USAGE;
+    }
+
+    int dev_rc = SWA_EXIT_USAGE;
+    const swa_device_ops *dev = swa_cli_device(device_name, &dev_rc);
+    if (!dev) {
+        free(selected);
+        swa_case_list_free(&all);
+        return dev_rc;
+    }
+
+    swa_run_config cfg = {
+        .device = dev, .backend_mask = backend_mask, .mutant = mutant, .dump_dir = dump_dir,
+        .timeout = timeout, .explain_failures = explain, .quiet = quiet, .no_isolate = no_isolate,
+        .argv0 = prog,
+    };
+    swa_run_results rr = {0};
+    fill_environment(&rr.env, dev, argc, argv, prog);
+    rr.started = swa_now();
+    rc = swa_run_selected(&cfg, &all, selected, nsel, report_dir, &rr);
+    free(selected);
+    swa_run_results_free(&rr);
+    swa_case_list_free(&all);
+    return rc;
+}
+
+static int validate_usage(FILE *f)
+{
+    fprintf(f, "usage: swadiff validate CASES...\n\n"
+               "Loads the case files (files or folders) strictly and prints how many cases each\n"
+               "expands to.  Exit 0 when all are valid, 2 with file:line:column: /path: message\n"
+               "for the first problem of each file otherwise.  Nothing is run.\n");
+    return f == stdout ? SWA_EXIT_OK : SWA_EXIT_USAGE;
+}
+
+int swa_cmd_validate(int argc, char **argv)
+{
+    static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    optind = 1;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1)
+        return ch == 'h' ? validate_usage(stdout) : validate_usage(stderr);
+    if (optind >= argc)
+        return validate_usage(stderr);
+    int bad = 0, total = 0;
+    for (int i = optind; i < argc; i++) {
+        swa_case_list list = {0};
+        swa_load_error le;
+        memset(&le, 0, sizeof le);
+        if (swa_case_load_path(argv[i], &list, &le) != 0) {
+            char msg[2048];
+            swa_load_error_format(&le, msg, sizeof msg);
+            fprintf(stderr, "%s\n", msg);
+            bad++;
+        } else {
+            printf("%s: ok, %d case%s\n", argv[i], list.count, list.count == 1 ? "" : "s");
+            total += list.count;
+        }
+        swa_case_list_free(&list);
+    }
+    if (bad)
+        return SWA_EXIT_USAGE;
+    printf("%d case%s valid\n", total, total == 1 ? "" : "s");
+    return SWA_EXIT_OK;
+}
+
+static int list_usage(FILE *f)
+{
+    fprintf(f, "usage: swadiff list backends | devices | mutants | cases [CASES...]\n");
+    return f == stdout ? SWA_EXIT_OK : SWA_EXIT_USAGE;
+}
+
+int swa_cmd_list(int argc, char **argv)
+{
+    static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    optind = 1;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1)
+        return ch == 'h' ? list_usage(stdout) : list_usage(stderr);
+    if (optind >= argc)
+        return list_usage(stderr);
+    const char *what = argv[optind];
+    if (!strcmp(what, "backends")) {
+        int n;
+        const swa_backend *const *bs = swa_backends(&n);
+        for (int i = 0; i < n; i++)
+            printf("%-14s api %d  lse %-6s %s\n", bs[i]->name, bs[i]->api_version,
+                   bs[i]->lse_base == 2.0 ? "base-2" : bs[i]->lse_base == 0 ? "none" : "natural",
+                   bs[i]->description);
+        return SWA_EXIT_OK;
+    }
+    if (!strcmp(what, "devices")) {
+        for (int k = 0; k < SWA_DEVICE_COUNT; k++) {
+            const swa_device_ops *d = swa_device_get((swa_device)k);
+            if (!d) {
+                printf("%-5s not built into this binary\n", swa_device_name((swa_device)k));
+                continue;
+            }
+            char why[512] = "", desc[512] = "";
+            bool ok = d->available(why, sizeof why);
+            if (ok)
+                d->describe(desc, sizeof desc);
+            printf("%-5s %s %s\n", d->name, ok ? "available:" : "unavailable:", ok ? desc : why);
+        }
+        return SWA_EXIT_OK;
+    }
+    if (!strcmp(what, "mutants")) {
+        for (int m = 1; m < SWA_MUTANT_COUNT; m++) {
+            const swa_mutant_info *mi = swa_mutant_get((swa_mutant)m);
+            printf("%-26s class %-2d [%s]\n    %s\n    from: %s\n", mi->name, mi->bug_class, mi->backends,
+                   mi->what, mi->origin);
+        }
+        return SWA_EXIT_OK;
+    }
+    if (!strcmp(what, "cases")) {
+        swa_case_list list = {0};
+        int rc = swa_cli_load_cases(argc - optind - 1, argv + optind + 1, &list);
+        if (!rc)
+            for (int i = 0; i < list.count; i++)
+                printf("%s\n", list.cases[i].id);
+        swa_case_list_free(&list);
+        return rc;
+    }
+    fprintf(stderr, "swadiff list: unknown list '%s'\n", what);
+    return list_usage(stderr);
+}

@@ -1,0 +1,285 @@
+/* run.c — one (case, backend) through plan, run and comparison.
+ *
+ * The order of checks follows ggml's test-backend-ops: the guard bytes
+ * around out/lse, then every element written, then NaN/Inf, then the
+ * numeric distance (harness/compare.c).  A failure anywhere becomes the
+ * result's outcome; nothing here aborts the run.
+ *
+ * Tested by tests/test_run.c and, end to end, by ci/run-harness.sh. */
+#include "run.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "../reference/reference.h"
+#include "dump.h"
+
+#define SWA_GUARD_BYTES 4096
+#define SWA_GUARD_PATTERN 0xA5
+#define SWA_POISON_BYTE 0xFF /* all bits set: NaN in fp16, bf16 and fp32 */
+
+double swa_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+swa_tolerance swa_tolerance_resolve(const swa_case *c)
+{
+    swa_tolerance t = c->tol;
+    double atol, rtol, lse_atol;
+    swa_tolerance_defaults(c->dtype, &atol, &rtol, &lse_atol);
+    if (t.mode == SWA_TOL_DEFAULT || t.mode == SWA_TOL_BASELINE) {
+        if (!(t.atol > 0)) t.atol = atol;
+        if (!(t.rtol > 0)) t.rtol = rtol;
+    }
+    if (!(t.lse_atol > 0)) t.lse_atol = lse_atol;
+    return t;
+}
+
+/* Quotes s for a POSIX shell when it holds anything but safe characters. */
+static void shell_quote(const char *s, char *buf, size_t n)
+{
+    bool safe = *s != '\0';
+    for (const char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              strchr("/._-:=,+@%", *p)))
+            safe = false;
+    if (safe) {
+        snprintf(buf, n, "%s", s);
+        return;
+    }
+    size_t j = 0;
+    if (j + 1 < n) buf[j++] = '\'';
+    for (const char *p = s; *p && j + 5 < n; p++) {
+        if (*p == '\'') {
+            memcpy(buf + j, "'\\''", 4);
+            j += 4;
+        } else {
+            buf[j++] = *p;
+        }
+    }
+    if (j + 1 < n) buf[j++] = '\'';
+    buf[j < n ? j : n - 1] = '\0';
+}
+
+void swa_reproduce_command(const swa_run_config *cfg, const swa_case *c, const char *backend,
+                           char *buf, size_t n)
+{
+    char file[SWA_PATH_MAX + 16], id[SWA_ID_MAX + 16];
+    shell_quote(c->file, file, sizeof file);
+    shell_quote(c->id, id, sizeof id);
+    int k = snprintf(buf, n, "%s run %s --filter %s --backend %s --device %s",
+                     cfg->argv0 ? cfg->argv0 : "swadiff", file, id, backend,
+                     cfg->device ? cfg->device->name : "host");
+    if (cfg->mutant != SWA_MUTANT_NONE && k > 0 && (size_t)k < n)
+        snprintf(buf + k, n - (size_t)k, " --mutant %s", swa_mutant_get(cfg->mutant)->name);
+}
+
+swa_status swa_case_ctx_init(swa_case_ctx *ctx, const swa_case *c, const swa_device_ops *dev,
+                             swa_error *err)
+{
+    memset(ctx, 0, sizeof *ctx);
+    ctx->c = c;
+    ctx->device = dev;
+    swa_status st = swa_inputs_create(c, &ctx->in, err);
+    if (st != SWA_OK)
+        return st;
+    size_t n_out = (size_t)ctx->in.total_qo * c->num_qo_heads * c->head_dim;
+    size_t n_lse = (size_t)ctx->in.total_qo * c->num_qo_heads;
+    ctx->ref_out = malloc(n_out * sizeof(double));
+    ctx->ref_lse = malloc(n_lse * sizeof(double));
+    if (!ctx->ref_out || !ctx->ref_lse) {
+        swa_case_ctx_free(ctx);
+        return swa_error_set(err, SWA_ERR_NOMEM, "out of host memory for the reference (%zu elements)", n_out);
+    }
+    st = swa_reference(c, &ctx->in, NULL, ctx->ref_out, ctx->ref_lse, err);
+    if (st != SWA_OK) {
+        swa_case_ctx_free(ctx);
+        return st;
+    }
+    if (c->tol.mode == SWA_TOL_BASELINE) {
+        ctx->lowp_out = malloc(n_out * sizeof(float));
+        ctx->lowp_lse = malloc(n_lse * sizeof(float));
+        if (!ctx->lowp_out || !ctx->lowp_lse) {
+            swa_case_ctx_free(ctx);
+            return swa_error_set(err, SWA_ERR_NOMEM, "out of host memory for the low-precision reference");
+        }
+        st = swa_reference_lowp(c, &ctx->in, ctx->lowp_out, ctx->lowp_lse, err);
+        if (st != SWA_OK) {
+            swa_case_ctx_free(ctx);
+            return st;
+        }
+    }
+    st = dev->upload(&ctx->in, &ctx->dev_inputs, err);
+    if (st != SWA_OK) {
+        swa_case_ctx_free(ctx);
+        return st;
+    }
+    ctx->ready = true;
+    return SWA_OK;
+}
+
+void swa_case_ctx_free(swa_case_ctx *ctx)
+{
+    if (ctx->dev_inputs && ctx->device)
+        ctx->device->release(ctx->dev_inputs);
+    ctx->dev_inputs = NULL;
+    free(ctx->ref_out);
+    free(ctx->ref_lse);
+    free(ctx->lowp_out);
+    free(ctx->lowp_lse);
+    ctx->ref_out = ctx->ref_lse = NULL;
+    ctx->lowp_out = ctx->lowp_lse = NULL;
+    swa_inputs_free(&ctx->in);
+    ctx->ready = false;
+}
+
+typedef struct warn_sink {
+    char *buf;
+    size_t n;
+} warn_sink;
+
+static void collect_warning(void *p, const char *backend, const char *message)
+{
+    warn_sink *w = p;
+    size_t len = strlen(w->buf);
+    if (len + 4 < w->n)
+        snprintf(w->buf + len, w->n - len, "%s%s: %s", len ? "; " : "", backend, message);
+}
+
+/* Allocates guard + size + guard bytes: guards set to the pattern, the
+ * interior poisoned. */
+static uint8_t *guarded_alloc(size_t size)
+{
+    uint8_t *p = malloc(size + 2 * SWA_GUARD_BYTES);
+    if (!p)
+        return NULL;
+    memset(p, SWA_GUARD_PATTERN, SWA_GUARD_BYTES);
+    memset(p + SWA_GUARD_BYTES, SWA_POISON_BYTE, size);
+    memset(p + SWA_GUARD_BYTES + size, SWA_GUARD_PATTERN, SWA_GUARD_BYTES);
+    return p;
+}
+
+void swa_run_one(const swa_run_config *cfg, swa_case_ctx *ctx, const swa_backend *b, swa_result *r,
+                 void **out_copy, float **lse_copy)
+{
+    const swa_case *c = ctx->c;
+    double t0 = swa_now();
+    memset(r, 0, sizeof *r);
+    snprintf(r->id, sizeof r->id, "%s", c->id);
+    snprintf(r->file, sizeof r->file, "%s", c->file);
+    snprintf(r->backend, sizeof r->backend, "%s", b->name);
+    snprintf(r->device, sizeof r->device, "%s", cfg->device->name);
+    snprintf(r->mutant, sizeof r->mutant, "%s",
+             cfg->mutant == SWA_MUTANT_NONE ? "" : swa_mutant_get(cfg->mutant)->name);
+    r->dtype = c->dtype;
+    r->tol = swa_tolerance_resolve(c);
+    r->num_requests = c->num_requests;
+    r->total_qo = ctx->in.total_qo;
+    r->num_qo_heads = c->num_qo_heads;
+    r->num_kv_heads = c->num_kv_heads;
+    r->head_dim = c->head_dim;
+    r->window_left = c->window_left;
+    swa_reproduce_command(cfg, c, b->name, r->reproduce, sizeof r->reproduce);
+    if (out_copy) *out_copy = NULL;
+    if (lse_copy) *lse_copy = NULL;
+
+    char reason[512];
+    const char *why = b->supports(c, cfg->device->kind, reason, sizeof reason);
+    if (why) {
+        r->outcome = SWA_OUTCOME_SKIPPED;
+        snprintf(r->message, sizeof r->message, "%s", why);
+        r->duration = swa_now() - t0;
+        return;
+    }
+
+    swa_error err = {0};
+    warn_sink sink = {r->warnings, sizeof r->warnings};
+    swa_plan_opts po = {
+        .device = cfg->device,
+        .mutant = cfg->mutant,
+        .num_sms = cfg->device->num_sms(),
+        .warn = collect_warning,
+        .warn_ctx = &sink,
+    };
+    void *plan = NULL;
+    uint8_t *out_g = NULL, *lse_g = NULL;
+    swa_status st = b->plan(c, &ctx->in, &po, &plan, &err);
+    if (st != SWA_OK)
+        goto fail;
+
+    size_t out_bytes = (size_t)ctx->in.total_qo * c->num_qo_heads * c->head_dim * swa_dtype_size(c->dtype);
+    size_t lse_bytes = (size_t)ctx->in.total_qo * c->num_qo_heads * sizeof(float);
+    swa_run_opts ro = {.window_left_set = false, .window_left = c->window_left,
+                       .return_lse = c->return_lse || b->lse_base != 0};
+    out_g = guarded_alloc(out_bytes);
+    lse_g = guarded_alloc(lse_bytes);
+    if (!out_g || !lse_g) {
+        st = swa_error_set(&err, SWA_ERR_NOMEM, "out of host memory for the output buffers (%zu bytes)", out_bytes);
+        goto fail;
+    }
+    swa_out_args oa = {
+        .out = out_g + SWA_GUARD_BYTES,
+        .lse = ro.return_lse ? (float *)(lse_g + SWA_GUARD_BYTES) : NULL,
+        .out_bytes = out_bytes,
+        .lse_bytes = lse_bytes,
+        .guard_bytes = SWA_GUARD_BYTES,
+        .guard_pattern = SWA_GUARD_PATTERN,
+    };
+    st = b->run(plan, ctx->dev_inputs, &ro, &oa, &err);
+    if (st != SWA_OK)
+        goto fail;
+
+    double lse_base = b->run_lse_base(plan, &ro);
+    st = swa_compare(c, ctx->in.qo_indptr, out_g, out_bytes, ro.return_lse ? (const float *)lse_g : NULL,
+                     lse_bytes, SWA_GUARD_BYTES, SWA_GUARD_PATTERN, lse_base, ctx->ref_out,
+                     ro.return_lse ? ctx->ref_lse : NULL, ctx->lowp_out, &r->cmp, &err);
+    if (st != SWA_OK)
+        goto fail;
+    r->has_compare = true;
+    bool failed = r->cmp.mismatched > 0 || r->cmp.guard_violation || r->cmp.unwritten > 0 ||
+                  (r->cmp.lse_compared && r->cmp.lse_mismatched > 0);
+    r->outcome = failed ? SWA_OUTCOME_FAILED : SWA_OUTCOME_PASSED;
+    swa_compare_first_line(&r->cmp, r->message, sizeof r->message);
+
+    if (out_copy) {
+        *out_copy = malloc(out_bytes);
+        if (*out_copy) memcpy(*out_copy, out_g + SWA_GUARD_BYTES, out_bytes);
+    }
+    if (lse_copy && ro.return_lse && lse_base > 0) {
+        size_t n = lse_bytes / sizeof(float);
+        float *l = malloc(lse_bytes);
+        if (l) {
+            const float *src = (const float *)(lse_g + SWA_GUARD_BYTES);
+            double scale = log(lse_base);
+            for (size_t i = 0; i < n; i++)
+                l[i] = (float)(src[i] * scale);
+        }
+        *lse_copy = l;
+    }
+    if (cfg->dump_dir) {
+        swa_error derr = {0};
+        float *lse_ln = lse_copy ? *lse_copy : NULL;
+        if (swa_dump_backend(cfg->dump_dir, c, b->name, out_g + SWA_GUARD_BYTES, lse_ln, &derr) != SWA_OK)
+            fprintf(stderr, "swadiff: warning: --dump for %s/%s: %s\n", c->id, b->name, derr.message);
+    }
+    b->free(plan);
+    free(out_g);
+    free(lse_g);
+    r->duration = swa_now() - t0;
+    return;
+
+fail:
+    if (plan)
+        b->free(plan);
+    free(out_g);
+    free(lse_g);
+    r->outcome = st == SWA_ERR_UNSUPPORTED ? SWA_OUTCOME_SKIPPED : SWA_OUTCOME_ERROR;
+    r->error_status = st;
+    snprintf(r->message, sizeof r->message, "%s", err.message[0] ? err.message : "backend failed without a message");
+    r->duration = swa_now() - t0;
+}

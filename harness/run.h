@@ -1,0 +1,75 @@
+/* run.h — the run loop: cases x backends on one device, compared with the
+ * reference, results streamed to the reports.  Used by `swadiff run`, and
+ * by selftest / explain / shrink, which run the same pipeline under mutants.
+ *
+ * Ownership: swa_case_ctx_* allocate the per-case state (inputs, reference,
+ * device copy) and free it; results are owned by the swa_run_results they
+ * are added to. */
+#ifndef SWADIFF_RUN_H
+#define SWADIFF_RUN_H
+
+#include "../backends/backend.h"
+#include "case.h"
+#include "data.h"
+#include "results.h"
+
+typedef struct swa_run_config {
+    const swa_device_ops *device;
+    unsigned backend_mask;      /* 0: every backend the case names */
+    swa_mutant mutant;
+    const char *dump_dir;       /* NULL: no dump */
+    double timeout;             /* seconds per (case, backend); 0: none */
+    bool explain_failures;      /* attach a diagnosis to failing results */
+    bool quiet;                 /* no console lines (selftest) */
+    bool no_isolate;            /* run in-process instead of a worker (debuggers) */
+    /* for reproduce commands: the program name as the user typed it */
+    const char *argv0;
+} swa_run_config;
+
+/* Everything one case needs, built once and shared by its backends. */
+typedef struct swa_case_ctx {
+    const swa_case *c;
+    swa_inputs in;
+    double *ref_out, *ref_lse;  /* spec reference */
+    float *lowp_out, *lowp_lse; /* only for SWA_TOL_BASELINE */
+    void *dev_inputs;           /* device copy (NULL until uploaded) */
+    const swa_device_ops *device;
+    bool ready;
+} swa_case_ctx;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Builds inputs and the reference; uploads to the device. */
+swa_status swa_case_ctx_init(swa_case_ctx *ctx, const swa_case *c, const swa_device_ops *dev,
+                             swa_error *err);
+void swa_case_ctx_free(swa_case_ctx *ctx);
+
+/* Runs one backend on one prepared case and fills r (outcome, comparison,
+ * message, reproduce command).  Never aborts: failures become outcomes.
+ * If out_copy is non-NULL it receives a malloc'd copy of the backend output
+ * (dtype storage, no guards) and *lse_copy the LSE in natural log (or NULL). */
+void swa_run_one(const swa_run_config *cfg, swa_case_ctx *ctx, const swa_backend *b,
+                 swa_result *r, void **out_copy, float **lse_copy);
+
+/* Runs the selected cases (indices into all) in an isolated worker process,
+ * streaming results to the console and, when report_dir is set, to the
+ * report files.  Fills rr; returns the exit code. */
+int swa_run_selected(const swa_run_config *cfg, const swa_case_list *all, const int *selected, int nsel,
+                     const char *report_dir, swa_run_results *rr);
+
+/* Resolves a per-dtype default tolerance into explicit atol/rtol. */
+swa_tolerance swa_tolerance_resolve(const swa_case *c);
+
+/* The reproduce command for (case, backend) under cfg. */
+void swa_reproduce_command(const swa_run_config *cfg, const swa_case *c, const char *backend,
+                           char *buf, size_t n);
+
+/* Seconds since the epoch, monotonic enough for durations. */
+double swa_now(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SWADIFF_RUN_H */
