@@ -102,12 +102,6 @@ const swa_backend *swa_backend_by_flag(unsigned flag);
 
 /* Devices built into this binary (host always; cuda/hip when compiled in). */
 const swa_device_ops *swa_device_get(swa_device kind); /* NULL when not built */
-
-/* The CUDA device table (backends/cuda/cuda_device.cu; defined only when
- * built with SWADIFF_HAVE_CUDA) and `swadiff bench --device cuda`
- * (backends/cuda/bench_cuda.cu): returns a process exit code. */
-extern const swa_device_ops swa_cuda_device_ops;
-int swa_bench_cuda(int argc, char **argv);
 #ifdef __cplusplus
 }
 #endif

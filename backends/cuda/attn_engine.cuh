@@ -24,12 +24,9 @@
 #define SWADIFF_CUDA_ATTN_ENGINE_CUH
 
 #include "vendor.cuh"
-#include "../mutants.h"
+#include "../attn_primitives.h"
 #include <math_constants.h>
 #include <stdint.h>
-
-#define SWA_LOG2E 1.4426950408889634f
-#define SWA_LN2 0.6931471805599453f
 
 /* ---------------------------------------------------------------------------
  * PTX helpers (NVIDIA sm_80+; a HIP port replaces this block). */
@@ -411,12 +408,6 @@ __device__ __forceinline__ void swa_store8f(float *dst, const float (&v)[8])
     reinterpret_cast<float4 *>(dst)[1] = make_float4(v[4], v[5], v[6], v[7]);
 }
 
-/* Base-2 LSE of a finished row state; -inf for a row with no visible key. */
-__device__ __forceinline__ float swa_lse2(float m, float d)
-{
-    return d > 0.f ? m + log2f(d) : -CUDART_INF_F;
-}
-
 /* ---------------------------------------------------------------------------
  * Merge of split-KV partials (prefill and decode_fa2): one warp per output
  * (row, head); partial k of the row sits at slot base + k * stride.
@@ -455,8 +446,7 @@ __device__ __forceinline__ void swa_merge_row(const float *o_part, const float *
         for (int k = 0; k < n; k++)
             den_true += swa_exp2(lse_part[(size_t)(slot_base + k * slot_stride) * num_heads + head] - l_use);
         float l = den_true > 0.f ? l_use + log2f(den_true) : -CUDART_INF_F;
-        if (MUT && mutant == SWA_MUTANT_LSE_WRONG_BASE) l *= SWA_LN2;
-        *lse_out = l;
+        *lse_out = swa_lse_store_value(l, MUT ? (swa_mutant)mutant : SWA_MUTANT_NONE);
     }
 }
 

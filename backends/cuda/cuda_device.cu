@@ -364,8 +364,9 @@ static swa_status fa2_pack(const swa_decode_fa2_plan *p, int cap_work, int cap_r
     memcpy(pk.host + of->po, p->req_partial_offset, (size_t)B * sizeof(int));
     PACK(of->ip, NULL, cap_req + 1);
     memcpy(pk.host + of->ip, p->kv_indptr, (size_t)(B + 1) * sizeof(int));
-    PACK(of->ix, NULL, cap_pages > 0 ? cap_pages : 1);
-    memcpy(pk.host + of->ix, p->kv_indices, (size_t)entries * sizeof(int));
+    /* +1: the plans keep one spare entry past the table (FOREIGN_PAGE_READ) */
+    PACK(of->ix, NULL, (size_t)cap_pages + 1);
+    memcpy(pk.host + of->ix, p->kv_indices, ((size_t)entries + 1) * sizeof(int));
     PACK(of->lp, NULL, cap_req);
     memcpy(pk.host + of->lp, p->kv_last_page_len, (size_t)B * sizeof(int));
     int scalars[2] = {p->num_work, B};
@@ -415,6 +416,18 @@ static swa_status fa2_params(swa_cuda_inputs *d, const swa_decode_fa2_plan *p, c
     return SWA_OK;
 }
 
+/* Mutant OOB_WRITE: where the kernel's stray element lands (just past out,
+ * inside the guard; nothing when there is no guard to absorb it). */
+static void fa2_oob_target(const swa_decode_fa2_plan *p, const swa_out_args *o, const out_dev *od,
+                           swa_cuda_fa2_params *prm)
+{
+    size_t es = swa_dtype_size(p->dtype);
+    if (p->mutant != SWA_MUTANT_OOB_WRITE || o->guard_bytes < es) return;
+    prm->oob_at = (unsigned char *)od->out + o->out_bytes;
+    prm->oob_bytes = (int)es;
+    prm->oob_value = (unsigned char)~o->guard_pattern;
+}
+
 static swa_status fa2_check(const swa_cuda_inputs *d, const swa_decode_fa2_plan *p, swa_error *err)
 {
     swa_status st = check_common(d, p->dtype, p->num_qo_heads, p->num_kv_heads, p->head_dim, "decode_fa2", err);
@@ -442,6 +455,7 @@ static swa_status cuda_decode_fa2(const swa_decode_fa2_plan *p, void *dev_inputs
     if ((st = outputs_to_device(d, o, write_lse, &od, err))) return st;
     swa_cuda_fa2_params prm;
     if ((st = fa2_params(d, p, &of, (size_t)p->total_partial_rows, &od, &prm, err))) return st;
+    fa2_oob_target(p, o, &od, &prm);
     if ((st = swa_cuda_fa2_launch(&prm, p->dtype, p->head_dim, p->grid_work, p->num_requests, od.lse != NULL,
                                   d->stream, err)))
         return st;
@@ -475,6 +489,7 @@ static swa_status graph_run(swa_cuda_inputs *d, swa_decode_fa2_plan *captured, c
     SWA_CUDA_TRY(cudaStreamSynchronize(d->stream));
     swa_cuda_fa2_params prm;
     if ((st = fa2_params(d, captured, &of, (size_t)cap_partial, &od, &prm, err))) return st;
+    fa2_oob_target(captured, o, &od, &prm);
 
     SWA_CUDA_TRY(cudaStreamBeginCapture(d->stream, cudaStreamCaptureModeRelaxed));
     st = swa_cuda_fa2_launch(&prm, captured->dtype, captured->head_dim, captured->grid_work, cap_req,

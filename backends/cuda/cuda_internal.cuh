@@ -66,6 +66,10 @@ typedef struct swa_cuda_fa2_params {
     int row_blocks;                  /* ceil(group_size / 16) */
     bool split_kv, nhd;
     float sm_scale, soft_cap;
+    /* mutant OOB_WRITE: oob_bytes of oob_value at oob_at (just past out) */
+    unsigned char *oob_at;
+    int oob_bytes;
+    unsigned char oob_value;
 } swa_cuda_fa2_params;
 
 typedef struct swa_cuda_aiter_params {

@@ -22,13 +22,15 @@ template <int D, bool MUT> struct swa_aiter_prob {
     const swa_cuda_aiter_params &p;
     const void *q, *k, *v;
     float sm_scale, soft_cap;
+    swa_mutant m; /* SWA_MUTANT_NONE at compile time in the normal build */
     int kv_begin, kv_end;
-    int s, kvh, part, row_base, ctx, window_lo;
+    int s, kvh, part, row_base, ctx, num_blocks, window_lo;
     const int *blocks;
 
     __device__ swa_aiter_prob(const swa_cuda_aiter_params &prm) : p(prm)
     {
         q = p.q; k = p.k; v = p.v;
+        m = MUT ? (swa_mutant)p.mutant : SWA_MUTANT_NONE;
         sm_scale = p.scale;
         soft_cap = p.soft_cap;
     }
@@ -48,14 +50,11 @@ template <int D, bool MUT> struct swa_aiter_prob {
          * the loads so SOFTCAP_BEFORE_MASK sees its -soft_cap logits) */
         if (!MUT && kv_end <= window_lo) kv_end = kv_begin;
         blocks = p.block_tables + (long long)s * p.max_blocks_per_seq;
+        num_blocks = (ctx + p.block_size - 1) / p.block_size;
         return true;
     }
 
-    __device__ int qo_head(int hg) const
-    {
-        return (MUT && p.mutant == SWA_MUTANT_GQA_MOD_MAPPING) ? hg * p.num_kv_heads + kvh
-                                                               : kvh * p.group_size + hg;
-    }
+    __device__ int qo_head(int hg) const { return swa_qo_head_of(kvh, hg, p.group_size, p.num_kv_heads, m); }
 
     __device__ swa_row_info row(int local) const
     {
@@ -68,36 +67,30 @@ template <int D, bool MUT> struct swa_aiter_prob {
         return ri;
     }
 
+    /* AITER masks with -FLT_MAX before its soft cap: a masked key's logit
+     * becomes -soft_cap (mutant SOFTCAP_BEFORE_MASK); the spec excludes it */
     __device__ float masked_low_logit() const
     {
-        if (MUT && p.mutant == SWA_MUTANT_SOFTCAP_BEFORE_MASK && soft_cap > 0.f) return -soft_cap * SWA_LOG2E;
+        if (m == SWA_MUTANT_SOFTCAP_BEFORE_MASK && soft_cap > 0.f) return -soft_cap * SWA_LOG2E;
         return -CUDART_INF_F;
     }
 
     __device__ long long token_offset(int t) const
     {
-        int page;
-        if (MUT && p.mutant == SWA_MUTANT_FOREIGN_PAGE_READ) {
-            long long entry = (long long)s * p.max_blocks_per_seq + t / p.block_size + 1;
-            if (entry >= (long long)p.num_seqs * p.max_blocks_per_seq) entry = 0;
-            page = p.block_tables[entry];
-            page = min(max(page, 0), p.num_pages - 1);
-        } else {
-            page = blocks[t / p.block_size];
-        }
+        int page = blocks[swa_page_entry(0, num_blocks, t, p.block_size, m)];
         int slot = t % p.block_size;
         if (p.nhd) return (((long long)page * p.block_size + slot) * p.num_kv_heads + kvh) * D;
         return (((long long)page * p.num_kv_heads + kvh) * p.block_size + slot) * D;
     }
 
-    __device__ void write_row(int local, int c, const float (&o)[8], float m, float d) const
+    __device__ void write_row(int local, int c, const float (&o)[8], float mx, float d) const
     {
         int hg = row_base + local;
         if (hg >= p.group_size) return;
         long long idx = ((long long)s * p.num_qo_heads + qo_head(hg)) * p.max_num_partitions + part;
         swa_store8f(p.tmp_out + idx * D + c * 8, o);
         if (c == 0) {
-            p.max_logits[idx] = m;
+            p.max_logits[idx] = mx;
             p.exp_sums[idx] = d;
         }
     }

@@ -23,16 +23,17 @@ template <int D, typename T, bool MUT> struct swa_fa2_prob {
     const swa_cuda_fa2_params &p;
     const void *q, *k, *v;
     float sm_scale, soft_cap;
+    swa_mutant m; /* SWA_MUTANT_NONE at compile time in the normal build */
     int kv_begin, kv_end;
-    int r, chunk, kvh, row_base, kv_len, window_lo;
-    const int *pages;
-    int num_entries; /* entries of the whole page table (mutant wrap-around) */
+    int r, chunk, kvh, row_base, num_pages, window_lo;
+    int page_begin;
 
     __device__ swa_fa2_prob(const swa_cuda_fa2_params &prm) : p(prm)
     {
         q = p.q; k = p.k; v = p.v;
+        m = MUT ? (swa_mutant)p.mutant : SWA_MUTANT_NONE;
         sm_scale = p.sm_scale;
-        soft_cap = (MUT && p.mutant == SWA_MUTANT_SOFTCAP_COMPILED_OUT) ? 0.f : p.soft_cap;
+        soft_cap = m == SWA_MUTANT_SOFTCAP_COMPILED_OUT ? 0.f : p.soft_cap;
     }
 
     template <int ROWS> __device__ bool init()
@@ -43,37 +44,19 @@ template <int D, typename T, bool MUT> struct swa_fa2_prob {
         row_base = blockIdx.z * 16;
         r = p.work_request[w];
         chunk = p.work_chunk[w];
-        int e0 = p.kv_indptr[r], e1 = p.kv_indptr[r + 1];
-        kv_len = (e1 - e0 - 1) * p.page_size + p.kv_last_page_len[r];
-        int L = p.window_left;
-        int ws = L >= 0 ? max(0, kv_len - 1 - L) : 0;
-        int base = ws / p.page_size * p.page_size;
-        if (MUT && p.mutant == SWA_MUTANT_WINDOW_PAGE_CROSS)
-            base = (ws + p.page_size - 1) / p.page_size * p.page_size;
-        if (p.split_kv) {
-            kv_begin = base + chunk * p.kv_chunk_size;
-            kv_end = min(base + (chunk + 1) * p.kv_chunk_size, kv_len);
-        } else {
-            kv_begin = base;
-            kv_end = kv_len;
-        }
-        window_lo = INT_MIN;
-        if (L >= 0) {
-            int p_last = kv_len - 1;
-            window_lo = p_last - L;
-            if (MUT && p.mutant == SWA_MUTANT_LEFT_BOUND_GT) window_lo += 1;
-            if (MUT && p.mutant == SWA_MUTANT_LEFT_BOUND_MINUS1) window_lo -= 1;
-        }
-        pages = p.kv_indices + e0;
-        if (MUT) num_entries = p.kv_indptr[p.scalars[1]];
+        page_begin = p.kv_indptr[r];
+        num_pages = p.kv_indptr[r + 1] - page_begin;
+        int kv_len = swa_paged_kv_len(num_pages, p.page_size, p.kv_last_page_len[r]);
+        int ws = swa_decode_window_start(kv_len, p.window_left);
+        int base = swa_decode_chunk_base(ws, p.page_size, m);
+        kv_begin = base + chunk * p.kv_chunk_size;
+        kv_end = min(kv_begin + p.kv_chunk_size, kv_len);
+        int pos = kv_len - 1;
+        window_lo = swa_mask_row_range(pos, pos, p.window_left, p.window_left >= 0, true, m).lo;
         return true;
     }
 
-    __device__ int qo_head(int hg) const
-    {
-        return (MUT && p.mutant == SWA_MUTANT_GQA_MOD_MAPPING) ? hg * p.num_kv_heads + kvh
-                                                               : kvh * p.group_size + hg;
-    }
+    __device__ int qo_head(int hg) const { return swa_qo_head_of(kvh, hg, p.group_size, p.num_kv_heads, m); }
 
     __device__ swa_row_info row(int local) const
     {
@@ -90,28 +73,18 @@ template <int D, typename T, bool MUT> struct swa_fa2_prob {
 
     __device__ long long token_offset(int t) const
     {
-        int page;
-        if (MUT && p.mutant == SWA_MUTANT_FOREIGN_PAGE_READ) {
-            /* one entry too far; past the table's end wraps to entry 0,
-             * an id outside the pool is clamped into it */
-            long long entry = (long long)(pages - p.kv_indices) + t / p.page_size + 1;
-            if (entry >= num_entries) entry = 0;
-            page = p.kv_indices[entry];
-            page = min(max(page, 0), p.num_pages - 1);
-        } else {
-            page = pages[t / p.page_size];
-        }
+        int page = p.kv_indices[swa_page_entry(page_begin, num_pages, t, p.page_size, m)];
         int slot = t % p.page_size;
         if (p.nhd) return (((long long)page * p.page_size + slot) * p.num_kv_heads + kvh) * D;
         return (((long long)page * p.num_kv_heads + kvh) * p.page_size + slot) * D;
     }
 
-    __device__ void write_row(int local, int c, const float (&o)[8], float m, float d) const
+    __device__ void write_row(int local, int c, const float (&o)[8], float mx, float d) const
     {
         int hg = row_base + local;
         if (hg >= p.group_size) return;
         int h = qo_head(hg);
-        float lse2 = swa_lse2(m, d);
+        float lse2 = swa_state_lse(mx, d);
         if (p.split_kv) {
             long long rowi = (long long)(p.req_partial_offset[r] + chunk) * p.num_qo_heads + h;
             swa_store8f(p.o_part + rowi * D + c * 8, o);
@@ -119,17 +92,17 @@ template <int D, typename T, bool MUT> struct swa_fa2_prob {
             return;
         }
         long long rowi = (long long)r * p.num_qo_heads + h;
-        T *dst = reinterpret_cast<T *>(p.out) + rowi * D + c * 8;
-        swa_store8(dst, o);
-        if (MUT && p.mutant == SWA_MUTANT_OOB_WRITE && r == p.scalars[1] - 1 && h == p.num_qo_heads - 1 &&
-            c == D / 8 - 1)
-            swa_store8(dst + 8, o); /* 16 bytes past the end of out */
-        if (c == 0 && p.lse) {
-            if (MUT && p.mutant == SWA_MUTANT_LSE_WRONG_BASE) lse2 *= SWA_LN2;
-            p.lse[rowi] = lse2;
-        }
+        swa_store8(reinterpret_cast<T *>(p.out) + rowi * D + c * 8, o);
+        if (c == 0 && p.lse) p.lse[rowi] = swa_lse_store_value(lse2, m);
     }
 };
+
+/* Mutant OOB_WRITE: one element just past the end of out, as the host
+ * emulation does (the harness's guard bytes must catch it). */
+__global__ void swa_fa2_oob_write_kernel(unsigned char *at, int bytes, unsigned char value)
+{
+    for (int i = 0; i < bytes; i++) at[i] = value;
+}
 
 template <class Cfg, typename T, bool MUT>
 __global__ void __launch_bounds__(Cfg::THREADS) swa_fa2_kernel(const swa_cuda_fa2_params p)
@@ -154,8 +127,6 @@ __global__ void __launch_bounds__(128) swa_fa2_merge_kernel(const swa_cuda_fa2_p
     float *lse_out = p.lse ? p.lse + (size_t)r * p.num_qo_heads + head : NULL;
     swa_merge_row<T, D, MUT>(p.o_part, p.lse_part, p.num_qo_heads, head, p.req_partial_offset[r], 1,
                              p.req_num_chunks[r], out_row, lse_out, p.mutant, lane);
-    if (MUT && p.mutant == SWA_MUTANT_OOB_WRITE && r == num_requests - 1 && head == p.num_qo_heads - 1)
-        out_row[D + lane] = out_row[lane]; /* past the end of out */
 }
 
 // ----------------------------------------------------------------------------
@@ -181,6 +152,10 @@ static swa_status swa_fa2_launch_d(const swa_cuda_fa2_params *pp, int grid_work,
         unsigned blocks = (unsigned)((warps + 3) / 4);
         swa_fa2_merge_kernel<T, D, MUT><<<blocks, 128, 0, stream>>>(p);
         SWA_CUDA_TRY_LAUNCH("decode_fa2 merge kernel");
+    }
+    if (MUT && p.mutant == SWA_MUTANT_OOB_WRITE && p.oob_at && p.oob_bytes > 0) {
+        swa_fa2_oob_write_kernel<<<1, 1, 0, stream>>>(p.oob_at, p.oob_bytes, p.oob_value);
+        SWA_CUDA_TRY_LAUNCH("decode_fa2 oob write");
     }
     return SWA_OK;
 }

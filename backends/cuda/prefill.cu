@@ -20,6 +20,7 @@ template <int D, bool MUT> struct swa_prefill_prob {
     const swa_cuda_prefill_params &p;
     const void *q, *k, *v;
     float sm_scale, soft_cap;
+    swa_mutant m; /* SWA_MUTANT_NONE at compile time in the normal build */
     int kv_begin, kv_end;
     int r, chunk, kvh, qo_len, kv_len, row_base, row_limit, q_row0;
     long long ragged_base; /* ragged: element offset of (token 0 of the request, kv head) */
@@ -28,18 +29,9 @@ template <int D, bool MUT> struct swa_prefill_prob {
     __device__ swa_prefill_prob(const swa_cuda_prefill_params &prm) : p(prm)
     {
         q = p.q; k = p.k; v = p.v;
+        m = MUT ? (swa_mutant)p.mutant : SWA_MUTANT_NONE;
         sm_scale = p.sm_scale;
-        soft_cap = (MUT && p.mutant == SWA_MUTANT_SOFTCAP_COMPILED_OUT) ? 0.f : p.soft_cap;
-    }
-
-    __device__ int pos(int i) const
-    {
-        return (MUT && p.mutant == SWA_MUTANT_TOP_LEFT_ALIGN) ? i : kv_len - qo_len + i;
-    }
-    /* the position the window's left bound is measured from */
-    __device__ int anchor(int i) const
-    {
-        return (MUT && p.mutant == SWA_MUTANT_REQUEST_ANCHORED) ? pos(0) : pos(i);
+        soft_cap = m == SWA_MUTANT_SOFTCAP_COMPILED_OUT ? 0.f : p.soft_cap;
     }
 
     template <int ROWS> __device__ bool init()
@@ -59,18 +51,14 @@ template <int D, bool MUT> struct swa_prefill_prob {
         row_limit = tile_end;
         if (row_base >= row_limit) return false;
 
-        int chunk_begin = 0, chunk_end = kv_len;
-        if (p.split_kv) {
-            chunk_begin = chunk * p.kv_chunk_size;
-            chunk_end = min(chunk_begin + p.kv_chunk_size, kv_len);
-        }
-        int i_first = tile_begin / p.group_size, i_last = (tile_end - 1) / p.group_size;
-        kv_begin = chunk_begin;
-        if (p.run_window_left >= 0) {
-            int ws = max(0, anchor(i_first) - p.run_window_left);
-            kv_begin = max(chunk_begin, ws / p.cta_tile_kv * p.cta_tile_kv);
-        }
-        kv_end = p.causal ? min(chunk_end, pos(i_last) + 1) : chunk_end;
+        int chunk_begin = p.split_kv ? chunk * p.kv_chunk_size : 0;
+        int chunk_end = p.split_kv ? min(chunk_begin + p.kv_chunk_size, kv_len) : kv_len;
+        /* KV range of the whole plan tile (a 128-row tile's two CTAs agree) */
+        int p_first = swa_query_pos(kv_len, qo_len, tile_begin / p.group_size, m);
+        int p_last = swa_query_pos(kv_len, qo_len, (tile_end - 1) / p.group_size, m);
+        kv_begin = swa_prefill_kv_begin(chunk_begin, swa_window_anchor(p_first, kv_len, qo_len, m),
+                                        p.run_window_left, p.cta_tile_kv);
+        kv_end = swa_prefill_kv_end(chunk_end, p_last, p.causal);
 
         if (p.ragged) ragged_base = ((long long)p.kv_indptr[r] * p.num_kv_heads + kvh) * D;
         else pages = p.page_indices + p.page_indptr[r];
@@ -79,9 +67,7 @@ template <int D, bool MUT> struct swa_prefill_prob {
 
     __device__ int qo_head(int packed) const
     {
-        int hg = packed % p.group_size;
-        return (MUT && p.mutant == SWA_MUTANT_GQA_MOD_MAPPING) ? hg * p.num_kv_heads + kvh
-                                                               : kvh * p.group_size + hg;
+        return swa_qo_head_of(kvh, packed % p.group_size, p.group_size, p.num_kv_heads, m);
     }
 
     __device__ swa_row_info row(int local) const
@@ -95,14 +81,11 @@ template <int D, bool MUT> struct swa_prefill_prob {
         }
         int i = packed / p.group_size;
         ri.q_off = ((long long)(q_row0 + i) * p.num_qo_heads + qo_head(packed)) * D;
-        ri.hi = p.causal ? pos(i) : INT_MAX;
-        ri.lo = INT_MIN;
-        if (p.mask_window) {
-            int left = anchor(i) - p.window_left;
-            if (MUT && p.mutant == SWA_MUTANT_LEFT_BOUND_GT) left += 1;
-            if (MUT && p.mutant == SWA_MUTANT_LEFT_BOUND_MINUS1) left -= 1;
-            ri.lo = left;
-        }
+        int pos = swa_query_pos(kv_len, qo_len, i, m);
+        swa_key_range kr = swa_mask_row_range(pos, swa_window_anchor(pos, kv_len, qo_len, m), p.window_left,
+                                              p.mask_window, p.causal, m);
+        ri.lo = kr.lo;
+        ri.hi = kr.hi;
         return ri;
     }
 
@@ -116,12 +99,12 @@ template <int D, bool MUT> struct swa_prefill_prob {
         return (((long long)page * p.num_kv_heads + kvh) * p.page_size + slot) * D;
     }
 
-    template <typename T> __device__ void write_row(int local, int c, const float (&o)[8], float m, float d) const
+    template <typename T> __device__ void write_row(int local, int c, const float (&o)[8], float mx, float d) const
     {
         int packed = row_base + local;
         if (packed >= row_limit) return;
         int i = packed / p.group_size, h = qo_head(packed);
-        float lse2 = swa_lse2(m, d);
+        float lse2 = swa_state_lse(mx, d);
         if (p.split_kv) {
             long long slot = (long long)p.req_partial_offset[r] + (long long)chunk * qo_len + i;
             long long rowi = slot * p.num_qo_heads + h;
@@ -130,10 +113,7 @@ template <int D, bool MUT> struct swa_prefill_prob {
         } else {
             long long rowi = (long long)(q_row0 + i) * p.num_qo_heads + h;
             swa_store8(reinterpret_cast<T *>(p.out) + rowi * D + c * 8, o);
-            if (c == 0 && p.lse) {
-                if (MUT && p.mutant == SWA_MUTANT_LSE_WRONG_BASE) lse2 *= SWA_LN2;
-                p.lse[rowi] = lse2;
-            }
+            if (c == 0 && p.lse) p.lse[rowi] = swa_lse_store_value(lse2, m);
         }
     }
 };

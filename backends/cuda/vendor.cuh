@@ -7,7 +7,7 @@
  * runtime names and the warp width, the mma/ldmatrix/cp.async paths need a
  * HIP equivalent (MFMA) before they run on AMD.
  *
- * Test: compiled into every backends/cuda/*.cu; tests/gpu_test_kernels.c. */
+ * Test: compiled into every CUDA source of backends/cuda; tests/gpu_test_kernels.c. */
 #ifndef SWADIFF_CUDA_VENDOR_CUH
 #define SWADIFF_CUDA_VENDOR_CUH
 
