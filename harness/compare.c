@@ -203,11 +203,14 @@ typedef struct max_track {
     bool any;
 } max_track;
 
-static void max_update(max_track *t, const swa_index *ix, double diff, double allowed, double expected)
+/* rel_tol: what the relative line prints as allowed — rtol, as torch does;
+ * in baseline mode the element's own allowance relative to |expected|. */
+static void max_update(max_track *t, const swa_index *ix, double diff, double allowed, double expected,
+                       double rel_tol, bool baseline)
 {
     double mag = fabs(expected);
     double rel = mag > 0 ? diff / mag : (diff > 0 ? INFINITY : 0.0);
-    double rel_allowed = mag > 0 ? allowed / mag : INFINITY;
+    double rel_allowed = baseline && mag > 0 ? allowed / mag : rel_tol;
     if (!t->any || diff > t->abs) {
         t->abs = diff;
         t->abs_allowed = allowed;
@@ -312,17 +315,8 @@ swa_status swa_compare(const swa_case *c, const int *qo_indptr, const void *actu
         return swa_error_set(err, SWA_ERR_INVALID,
                              "%s: baseline tolerance needs the low-precision reference (swa_reference_lowp)", c->id);
 
-    /* one allocation for the matrix and its per-row annotations, so whoever
-     * takes row_head_ratio (swa_run_results_add) takes them all */
-    size_t cells = (size_t)total_qo * heads;
-    void *block = calloc(1, cells * sizeof(float) + 2 * (size_t)total_qo * sizeof(int));
-    if (!block)
+    if (swa_compare_result_alloc_matrix(res, total_qo, heads) != 0)
         return swa_error_set(err, SWA_ERR_NOMEM, "%s: no memory for the %d x %d mismatch matrix", c->id, total_qo, heads);
-    res->row_head_ratio = block;
-    res->row_request = (int *)(res->row_head_ratio + cells);
-    res->row_past_edge = res->row_request + total_qo;
-    res->rows = total_qo;
-    res->heads = heads;
     res->total = (long long)elems;
 
     /* 1. guards */
@@ -339,6 +333,7 @@ swa_status swa_compare(const swa_case *c, const int *qo_indptr, const void *actu
     double worst_ratio[SWA_WORST_K] = {0};
     max_track all = {0}, bad = {0}, lse_all = {0}, lse_bad = {0};
     const bool equal_nan = c->tol.equal_nan;
+    const bool baseline = res->tol_mode == SWA_TOL_BASELINE;
 
     int row = 0;
     for (int r = 0; r < batch; r++) {
@@ -394,9 +389,9 @@ swa_status swa_compare(const swa_case *c, const int *qo_indptr, const void *actu
                         ratio = finite_pair && allowed > 0 ? diff / allowed : 0;
                     }
                     if (finite_pair) {
-                        max_update(&all, &ix, diff, allowed, e);
+                        max_update(&all, &ix, diff, allowed, e, res->rtol, baseline);
                         if (mismatch)
-                            max_update(&bad, &ix, diff, allowed, e);
+                            max_update(&bad, &ix, diff, allowed, e, res->rtol, baseline);
                     }
                     region_add(binds ? &res->window_binds : &res->window_free, mismatch, finite_pair, diff);
                     if (binds)
@@ -431,10 +426,10 @@ swa_status swa_compare(const swa_case *c, const int *qo_indptr, const void *actu
                     continue;
                 }
                 const double diff = fabs(a - e);
-                max_update(&lse_all, &ix, diff, lse_atol, e);
+                max_update(&lse_all, &ix, diff, lse_atol, e, 0, false);
                 if (diff > lse_atol) {
                     res->lse_mismatched++;
-                    max_update(&lse_bad, &ix, diff, lse_atol, e);
+                    max_update(&lse_bad, &ix, diff, lse_atol, e, 0, false);
                 }
             }
         }
@@ -461,6 +456,46 @@ swa_status swa_compare(const swa_case *c, const int *qo_indptr, const void *actu
         res->lse_base = lse_base;
     }
     return SWA_OK;
+}
+
+/* One allocation for the matrix and its per-row annotations, so whoever
+ * takes row_head_ratio (swa_run_results_add) takes them all. */
+static size_t matrix_block_bytes(int rows, int heads)
+{
+    return (size_t)rows * heads * sizeof(float) + 2 * (size_t)rows * sizeof(int);
+}
+
+int swa_compare_result_alloc_matrix(swa_compare_result *res, int rows, int heads)
+{
+    size_t cells = (size_t)rows * heads;
+    void *block = calloc(1, matrix_block_bytes(rows, heads) ? matrix_block_bytes(rows, heads) : 1);
+    if (!block)
+        return -1;
+    res->row_head_ratio = block;
+    res->row_request = (int *)(res->row_head_ratio + cells);
+    res->row_past_edge = res->row_request + rows;
+    res->rows = rows;
+    res->heads = heads;
+    res->row_bin = 1;
+    return 0;
+}
+
+int swa_compare_result_copy(swa_compare_result *dst, const swa_compare_result *src)
+{
+    *dst = *src;
+    dst->row_head_ratio = NULL;
+    dst->row_request = dst->row_past_edge = NULL;
+    if (!src->row_head_ratio)
+        return 0;
+    if (swa_compare_result_alloc_matrix(dst, src->rows, src->heads) != 0)
+        return -1;
+    dst->row_bin = src->row_bin;
+    memcpy(dst->row_head_ratio, src->row_head_ratio, (size_t)src->rows * src->heads * sizeof(float));
+    if (src->row_request)
+        memcpy(dst->row_request, src->row_request, (size_t)src->rows * sizeof(int));
+    if (src->row_past_edge)
+        memcpy(dst->row_past_edge, src->row_past_edge, (size_t)src->rows * sizeof(int));
+    return 0;
 }
 
 void swa_compare_result_free(swa_compare_result *res)

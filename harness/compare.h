@@ -60,10 +60,12 @@ typedef struct swa_compare_result {
     double atol, rtol;            /* what was applied */
 
     /* Additions (issue 4, additive to the skeleton). */
-    double max_rel_allowed;       /* allowed / |expected| at max_rel_index */
+    double max_rel_allowed;       /* rtol (torch prints that); baseline: allowed / |expected| */
     int row_bin;                  /* source rows per matrix row (1; >1 after downsampling) */
     int *row_request;             /* [rows] request of each matrix row (first row of a bin) */
     int *row_past_edge;           /* [rows] p - L (max over a bin); <= 0: the window does not bind */
+                                  /* (both live in row_head_ratio's allocation: freeing or
+                                   * moving row_head_ratio frees or moves them) */
     long long lse_unwritten;      /* LSE entries still holding the poison pattern */
     long long lse_nonfinite;      /* LSE NaN/Inf disagreements (NaN, or -inf vs finite) */
     double lse_max_abs_allowed;   /* the LSE tolerance applied (natural log) */
@@ -107,6 +109,12 @@ bool swa_compare_passed(const swa_compare_result *res);
 /* The lines after the first (torch-style statistics, regions, NaN/Inf,
  * LSE), '\n'-separated, for JUnit bodies and the console.  Truncates to n. */
 void swa_compare_format_details(const swa_compare_result *res, char *buf, size_t n);
+/* Allocates the (row, head) matrix and its per-row arrays in one block
+ * (row_head_ratio owns it), zeroed; sets rows, heads, row_bin = 1.
+ * Returns 0, or -1 on allocation failure. */
+int swa_compare_result_alloc_matrix(swa_compare_result *res, int rows, int heads);
+/* Deep copy (dst gets its own matrix block).  Returns 0, -1 on no memory. */
+int swa_compare_result_copy(swa_compare_result *dst, const swa_compare_result *src);
 /* "(r=0, row=7, pos=7, head=3, d=12)"; d < 0 is left out (LSE entries). */
 void swa_index_format(const swa_index *ix, char *buf, size_t n);
 /* Bucket label of SWA_DIST_BUCKETS entries: "1", "2", "3-4", "5-8", "9-16", ">16". */

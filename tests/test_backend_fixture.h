@@ -64,9 +64,9 @@ static uint64_t fx_next(uint64_t *s)
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
-static double fx_uniform(uint64_t *s) { return (double)(fx_next(s) >> 11) / 9007199254740992.0; }
+static inline double fx_uniform(uint64_t *s) { return (double)(fx_next(s) >> 11) / 9007199254740992.0; }
 
-static void fx_case_init(swa_case *c, const fx_spec *s)
+static inline void fx_case_init(swa_case *c, const fx_spec *s)
 {
     memset(c, 0, sizeof *c);
     snprintf(c->id, sizeof c->id, "fixture/B%d", s->num_requests);
@@ -95,7 +95,14 @@ static void fx_case_init(swa_case *c, const fx_spec *s)
     c->return_lse = s->return_lse;
 }
 
-static void *fx_raw_copy(const float *src, size_t n, swa_dtype d)
+static inline void fx_case_free(swa_case *c)
+{
+    free(c->qo_len);
+    free(c->kv_len);
+    c->qo_len = c->kv_len = NULL;
+}
+
+static inline void *fx_raw_copy(const float *src, size_t n, swa_dtype d)
 {
     void *raw = malloc(n * swa_dtype_size(d));
     for (size_t i = 0; i < n; i++)
@@ -105,7 +112,7 @@ static void *fx_raw_copy(const float *src, size_t n, swa_dtype d)
 
 /* q, k in [-2, 2), v in [-1, 1), all rounded to the dtype; paged cache with
  * shuffled pages and 3 spare NaN pages. */
-static void fx_inputs_build(const swa_case *c, swa_inputs *in)
+static inline void fx_inputs_build(const swa_case *c, swa_inputs *in)
 {
     memset(in, 0, sizeof *in);
     int B = c->num_requests, Hq = c->num_qo_heads, Hk = c->num_kv_heads, D = c->head_dim, ps = c->page_size;
@@ -197,7 +204,7 @@ static void fx_inputs_build(const swa_case *c, swa_inputs *in)
     }
 }
 
-static void fx_inputs_free(swa_inputs *in)
+static inline void fx_inputs_free(swa_inputs *in)
 {
     free(in->qo_indptr); free(in->kv_indptr);
     free(in->q); free(in->k); free(in->v);
@@ -208,7 +215,7 @@ static void fx_inputs_free(swa_inputs *in)
 }
 
 /* The spec, in double, as plain loops (DESIGN.md §1). */
-static void fx_reference(const swa_case *c, const swa_inputs *in, double *out, double *lse)
+static inline void fx_reference(const swa_case *c, const swa_inputs *in, double *out, double *lse)
 {
     int Hq = c->num_qo_heads, Hk = c->num_kv_heads, D = c->head_dim, group = Hq / Hk;
     int max_kv = 1;
@@ -263,7 +270,7 @@ static void fx_reference(const swa_case *c, const swa_inputs *in, double *out, d
     free(w);
 }
 
-static void fx_warn(void *ctx, const char *backend, const char *message)
+static inline void fx_warn(void *ctx, const char *backend, const char *message)
 {
     fx *f = ctx;
     f->warnings++;
@@ -271,7 +278,7 @@ static void fx_warn(void *ctx, const char *backend, const char *message)
 }
 
 /* Guarded output buffers, interior poisoned with all bits set (NaN). */
-static void fx_out_reset(fx *f)
+static inline void fx_out_reset(fx *f)
 {
     size_t ob = f->out_elems * swa_dtype_size(f->c.dtype), lb = f->lse_elems * sizeof(float);
     memset(f->out_block, FX_GUARD_PATTERN, ob + 2 * FX_GUARD);
@@ -280,7 +287,7 @@ static void fx_out_reset(fx *f)
     memset(f->lse_block + FX_GUARD, 0xFF, lb);
 }
 
-static void fx_setup(fx *f, const fx_spec *s)
+static inline void fx_setup(fx *f, const fx_spec *s)
 {
     memset(f, 0, sizeof *f);
     fx_case_init(&f->c, s);
@@ -302,25 +309,24 @@ static void fx_setup(fx *f, const fx_spec *s)
     fx_reference(&f->c, &f->in, f->ref_out, f->ref_lse);
 }
 
-static void fx_teardown(fx *f)
+static inline void fx_teardown(fx *f)
 {
     fx_inputs_free(&f->in);
-    free(f->c.qo_len);
-    free(f->c.kv_len);
+    fx_case_free(&f->c);
     free(f->out_block);
     free(f->lse_block);
     free(f->ref_out);
     free(f->ref_lse);
 }
 
-static swa_plan_opts fx_opts(fx *f, swa_mutant m)
+static inline swa_plan_opts fx_opts(fx *f, swa_mutant m)
 {
     swa_plan_opts o = {.device = &swa_host_device_ops, .mutant = m, .num_sms = 0, .warn = fx_warn, .warn_ctx = f};
     return o;
 }
 
 /* Plans and runs backend b on the host device (fresh, poisoned outputs). */
-static swa_status fx_run(fx *f, const swa_backend *b, swa_mutant m, bool return_lse, swa_error *err)
+static inline swa_status fx_run(fx *f, const swa_backend *b, swa_mutant m, bool return_lse, swa_error *err)
 {
     fx_out_reset(f);
     swa_plan_opts o = fx_opts(f, m);
@@ -339,7 +345,7 @@ static swa_status fx_run(fx *f, const swa_backend *b, swa_mutant m, bool return_
 }
 
 /* Elements of out outside |a - e| <= atol + rtol |e| (NaN counts). */
-static long fx_out_mismatches(const fx *f, double atol, double rtol, double *max_err)
+static inline long fx_out_mismatches(const fx *f, double atol, double rtol, double *max_err)
 {
     long bad = 0;
     double worst = 0;
@@ -357,7 +363,7 @@ static long fx_out_mismatches(const fx *f, double atol, double rtol, double *max
 }
 
 /* LSE mismatches after converting from `base` to natural log. */
-static long fx_lse_mismatches(const fx *f, double base, double atol)
+static inline long fx_lse_mismatches(const fx *f, double base, double atol)
 {
     long bad = 0;
     for (size_t i = 0; i < f->lse_elems; i++) {
@@ -368,7 +374,7 @@ static long fx_lse_mismatches(const fx *f, double base, double atol)
     return bad;
 }
 
-static bool fx_guards_ok(const fx *f)
+static inline bool fx_guards_ok(const fx *f)
 {
     size_t ob = f->out_elems * swa_dtype_size(f->c.dtype), lb = f->lse_elems * sizeof(float);
     for (size_t i = 0; i < FX_GUARD; i++)
@@ -379,6 +385,6 @@ static bool fx_guards_ok(const fx *f)
 }
 
 /* Tolerances for the host emulation against the double reference. */
-static double fx_tol(swa_dtype d) { return d == SWA_DTYPE_BF16 ? 6e-3 : 1e-3; }
+static inline double fx_tol(swa_dtype d) { return d == SWA_DTYPE_BF16 ? 6e-3 : 1e-3; }
 
 #endif /* SWADIFF_TEST_BACKEND_FIXTURE_H */

@@ -95,21 +95,25 @@ static inline void host_attend_tile(host_row *rows, int nrows, const float *k_ti
     for (int j = 0; j < nrows; j++) {
         host_row *row = &rows[j];
         float m_tile = -INFINITY;
+        bool any_visible = false;
         for (int t = 0; t < n; t++) {
             if (!swa_mask_visible(kb + t, row->range)) {
                 scores[t] = -INFINITY;
                 continue;
             }
+            any_visible = true;
             const float *kr = k_tile + (size_t)t * D;
             float qk = 0.0f;
             for (int e = 0; e < D; e++)
                 qk += row->q[e] * kr[e];
             scores[t] = swa_logit_log2(qk, cfg->sm_scale, cfg->soft_cap, cfg->cap_on);
-            if (scores[t] > m_tile)
+            if (scores[t] > m_tile) /* like fmaxf: a NaN score does not become the max */
                 m_tile = scores[t];
         }
-        if (m_tile == -INFINITY)
+        if (!any_visible)
             continue; /* nothing visible in this tile for this row */
+        /* A NaN score (a poisoned key) still flows into d and acc below, as
+         * it does on the GPU, so reading poison shows up as NaN output. */
         float m_new = row->m > m_tile ? row->m : m_tile;
         float scale = swa_online_rescale(row->m, m_new);
         row->d *= scale;
@@ -163,15 +167,18 @@ static inline void host_merge_row(const float *o_part, const float *lse_part, in
                                   void *out, float *lse, swa_mutant m, float *acc)
 {
     float lse_max = -INFINITY;
+    bool any = false; /* a partial that saw a key (finite or NaN LSE) */
     for (int c = 0; c < n; c++) {
         float l = lse_part[(size_t)(first_slot + c * slot_stride) * num_qo_heads + qo_head];
+        if (l != -INFINITY)
+            any = true;
         if (l > lse_max)
             lse_max = l;
     }
     for (int e = 0; e < head_dim; e++)
         acc[e] = 0.0f;
     float wsum = 0.0f;
-    if (lse_max != -INFINITY) {
+    if (any) {
         for (int c = 0; c < n; c++) {
             int slot = first_slot + c * slot_stride;
             float w = swa_merge_weight(lse_part[(size_t)slot * num_qo_heads + qo_head], lse_max);
@@ -188,9 +195,9 @@ static inline void host_merge_row(const float *o_part, const float *lse_part, in
     float inv = (m == SWA_MUTANT_LSE_MERGE_DROPPED || wsum == 0.0f) ? 1.0f : 1.0f / wsum;
     size_t base = ((size_t)out_row * num_qo_heads + qo_head) * head_dim;
     for (int e = 0; e < head_dim; e++)
-        swa_store(dtype, out, base + e, lse_max == -INFINITY ? 0.0f : acc[e] * inv);
+        swa_store(dtype, out, base + e, any ? acc[e] * inv : 0.0f);
     if (lse) {
-        float l = lse_max == -INFINITY ? -INFINITY : lse_max + log2f(wsum);
+        float l = any ? lse_max + log2f(wsum) : -INFINITY;
         lse[(size_t)out_row * num_qo_heads + qo_head] = swa_lse_store_value(l, m);
     }
 }

@@ -144,12 +144,14 @@ static void aiter_partition_run(const swa_decode_aiter_plan *p, const swa_inputs
     const int *blocks = p->block_tables + (size_t)s * p->max_blocks_per_seq;
     int num_blocks = swa_ceil_div(ctx, p->block_size);
     float mx = -INFINITY;
+    bool any = false;
     for (int t = start; t < end; t++) {
         bool masked = S > 0 && t < ctx - S;
         if (masked && !(p->mutant == SWA_MUTANT_SOFTCAP_BEFORE_MASK && cap_on)) {
             logits[t - start] = -INFINITY;
             continue;
         }
+        any = true;
         float lg;
         if (masked) { /* AITER quirk: -FLT_MAX then the cap: logit -soft_cap */
             lg = -p->soft_cap * SWA_LOG2E;
@@ -170,8 +172,8 @@ static void aiter_partition_run(const swa_decode_aiter_plan *p, const swa_inputs
         tmp_out[e] = 0.0f;
     part->max_logit = mx;
     part->exp_sum = 0.0f;
-    if (mx == -INFINITY)
-        return;
+    if (!any)
+        return; /* empty partition: (-inf, 0, 0); NaN logits go on and poison it */
     float sum = 0.0f;
     for (int t = start; t < end; t++)
         if (logits[t - start] != -INFINITY) {
@@ -239,9 +241,9 @@ swa_status swa_host_run_decode_aiter(const swa_decode_aiter_plan *p, const swa_i
                 size_t ooff = ((size_t)s * p->num_qo_heads + h) * D;
                 for (int e = 0; e < D; e++) {
                     float num = 0.0f, den = 0.0f;
-                    for (int j = 0; j < nparts && gmax != -INFINITY; j++) {
-                        if (parts[j].max_logit == -INFINITY)
-                            continue;
+                    for (int j = 0; j < nparts; j++) {
+                        if (parts[j].max_logit == -INFINITY && parts[j].exp_sum == 0.0f)
+                            continue; /* empty partition */
                         float wgt = parts[j].exp_sum * exp2f(parts[j].max_logit - gmax);
                         num += wgt * tmp_out[(size_t)j * D + e];
                         den += wgt;

@@ -1,0 +1,303 @@
+/* console.c — progress, failure lines, summary table and worst failures on
+ * the console; the Markdown summary for GitHub Actions.  See console.h.
+ *
+ * Test: tests/test_report_console.c.
+ */
+#include "console.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "report.h"
+
+struct swa_console {
+    FILE *out;
+    int total, done;
+    int counts[4];
+    bool tty, color, verbose;
+    bool progress_shown;
+    int next_plain_percent;
+    double started;
+};
+
+#define RED "\033[1;31m"
+#define GREEN "\033[32m"
+#define YELLOW "\033[33m"
+#define DIM "\033[2m"
+#define BOLD "\033[1m"
+#define RESET "\033[0m"
+
+static const char *tag(swa_outcome o)
+{
+    return o == SWA_OUTCOME_FAILED ? "FAIL " : o == SWA_OUTCOME_ERROR ? "ERROR" : o == SWA_OUTCOME_SKIPPED ? "SKIP " : "PASS ";
+}
+
+static const char *tag_color(swa_outcome o)
+{
+    return o == SWA_OUTCOME_FAILED ? RED : o == SWA_OUTCOME_ERROR ? YELLOW : o == SWA_OUTCOME_SKIPPED ? DIM : GREEN;
+}
+
+void swa_console_result_line(const swa_result *r, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s  %s/%s/%s  %s%s%s%s  %s", tag(r->outcome), r->backend, r->device, swa_dtype_name(r->dtype),
+             r->id, r->mutant[0] ? " [mutant=" : "", r->mutant, r->mutant[0] ? "]" : "", r->message);
+    /* one line: a multi-line message would break the log's grep-ability */
+    for (char *p = buf; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+}
+
+swa_console *swa_console_open(FILE *out, int total, bool verbose)
+{
+    swa_console *con = calloc(1, sizeof *con);
+    if (!con)
+        return NULL;
+    con->out = out;
+    con->total = total;
+    con->verbose = verbose;
+    con->tty = isatty(fileno(out));
+    const char *term = getenv("TERM");
+    con->color = con->tty && !getenv("NO_COLOR") && !(term && !strcmp(term, "dumb"));
+    con->next_plain_percent = 10;
+    con->started = swa_report_now();
+    return con;
+}
+
+static int terminal_width(FILE *out)
+{
+    struct winsize ws;
+    if (ioctl(fileno(out), TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20)
+        return ws.ws_col;
+    return 100;
+}
+
+static void clear_progress(swa_console *con)
+{
+    if (con->tty && con->progress_shown) {
+        fputs("\r\033[K", con->out);
+        con->progress_shown = false;
+    }
+}
+
+static void draw_progress(swa_console *con, const swa_result *last)
+{
+    char line[512];
+    int width = terminal_width(con->out) - 1;
+    if (width > (int)sizeof line - 1)
+        width = (int)sizeof line - 1;
+    int pct = con->total > 0 ? (int)(100.0 * con->done / con->total) : 0;
+    int len = snprintf(line, sizeof line, "[%*d/%d] %3d%%  %d passed, %d failed, %d errors  %.0fs  %s %s", 4, con->done,
+                       con->total, pct, con->counts[SWA_OUTCOME_PASSED], con->counts[SWA_OUTCOME_FAILED],
+                       con->counts[SWA_OUTCOME_ERROR], swa_report_now() - con->started, last->backend, last->id);
+    if (len > width)
+        line[width] = '\0';
+    fprintf(con->out, "\r\033[K%s", line);
+    fflush(con->out);
+    con->progress_shown = true;
+}
+
+void swa_console_add(swa_console *con, const swa_result *r)
+{
+    if (!con)
+        return;
+    con->done++;
+    con->counts[r->outcome]++;
+    bool print = r->outcome == SWA_OUTCOME_FAILED || r->outcome == SWA_OUTCOME_ERROR || con->verbose;
+    if (print) {
+        char line[SWA_ID_MAX + SWA_MSG_MAX + 200];
+        swa_console_result_line(r, line, sizeof line);
+        clear_progress(con);
+        if (con->color)
+            fprintf(con->out, "%s%.5s" RESET "%s\n", tag_color(r->outcome), line, line + 5);
+        else
+            fprintf(con->out, "%s\n", line);
+    }
+    if (con->tty) {
+        draw_progress(con, r);
+    } else if (con->total > 0 && 100 * con->done >= con->next_plain_percent * con->total && con->done < con->total) {
+        fprintf(con->out, "[%d/%d] %d%%: %d passed, %d failed, %d errors, %d skipped (%.0f s)\n", con->done, con->total,
+                100 * con->done / con->total, con->counts[SWA_OUTCOME_PASSED], con->counts[SWA_OUTCOME_FAILED],
+                con->counts[SWA_OUTCOME_ERROR], con->counts[SWA_OUTCOME_SKIPPED], swa_report_now() - con->started);
+        while (con->next_plain_percent * con->total <= 100 * con->done)
+            con->next_plain_percent += 10;
+    }
+    fflush(con->out);
+}
+
+/* ---- summary ---------------------------------------------------------------------- */
+
+typedef struct group_row {
+    const char *backend, *device;
+    swa_dtype dtype;
+    int n[4];
+} group_row;
+
+static int collect_groups(const swa_run_results *rr, group_row *g)
+{
+    int ng = 0;
+    for (int i = 0; i < rr->count; i++) {
+        const swa_result *r = &rr->items[i];
+        int k = 0;
+        while (k < ng && !(g[k].dtype == r->dtype && !strcmp(g[k].backend, r->backend) && !strcmp(g[k].device, r->device)))
+            k++;
+        if (k == ng) {
+            g[ng] = (group_row){r->backend, r->device, r->dtype, {0, 0, 0, 0}};
+            ng++;
+        }
+        g[k].n[r->outcome]++;
+    }
+    return ng;
+}
+
+/* failed results, worst first (mismatch ratio, then error/allowed) */
+static int collect_worst(const swa_run_results *rr, int *idx)
+{
+    int n = 0;
+    swa_report_order(rr, idx);
+    for (int k = 0; k < rr->count; k++)
+        if (rr->items[idx[k]].outcome == SWA_OUTCOME_FAILED)
+            idx[n++] = idx[k];
+    return n;
+}
+
+void swa_console_write_summary(FILE *f, const swa_run_results *rr, bool color)
+{
+    group_row *g = calloc((size_t)rr->count + 1, sizeof *g);
+    int *idx = malloc(((size_t)rr->count + 1) * sizeof *idx);
+    if (!g || !idx) {
+        free(g);
+        free(idx);
+        fprintf(f, "swadiff: no memory for the summary\n");
+        return;
+    }
+    int ng = collect_groups(rr, g);
+    int passed, failed, error, skipped;
+    swa_run_results_summary(rr, &passed, &failed, &error, &skipped);
+    fprintf(f, "\n%s%-14s %-6s %-5s %7s %7s %7s %7s%s\n", color ? BOLD : "", "backend", "device", "dtype", "passed",
+            "failed", "errors", "skipped", color ? RESET : "");
+    for (int k = 0; k < ng; k++) {
+        fprintf(f, "%-14s %-6s %-5s %7d ", g[k].backend, g[k].device, swa_dtype_name(g[k].dtype), g[k].n[SWA_OUTCOME_PASSED]);
+        if (color && g[k].n[SWA_OUTCOME_FAILED])
+            fprintf(f, RED "%7d" RESET, g[k].n[SWA_OUTCOME_FAILED]);
+        else
+            fprintf(f, "%7d", g[k].n[SWA_OUTCOME_FAILED]);
+        fprintf(f, " %7d %7d\n", g[k].n[SWA_OUTCOME_ERROR], g[k].n[SWA_OUTCOME_SKIPPED]);
+    }
+    fprintf(f, "%-26s %7d %7d %7d %7d\n", "total", passed, failed, error, skipped);
+
+    int nw = collect_worst(rr, idx);
+    if (nw) {
+        fprintf(f, "\n%sWorst failures%s (by share of mismatched elements; %d of %d shown):\n", color ? BOLD : "",
+                color ? RESET : "", nw < SWA_CONSOLE_WORST ? nw : SWA_CONSOLE_WORST, nw);
+        for (int k = 0; k < nw && k < SWA_CONSOLE_WORST; k++) {
+            const swa_result *r = &rr->items[idx[k]];
+            fprintf(f, "%2d. %s/%s/%s  %s%s%s%s\n    %s\n", k + 1, r->backend, r->device, swa_dtype_name(r->dtype), r->id,
+                    r->mutant[0] ? " [mutant=" : "", r->mutant, r->mutant[0] ? "]" : "", r->message);
+            if (r->diagnosis[0])
+                fprintf(f, "    diagnosis: %s\n", r->diagnosis);
+            fprintf(f, "    rerun: %s\n", r->reproduce[0] ? r->reproduce : "(no reproduce command recorded)");
+        }
+    }
+    const char *verdict = failed ? "FAILED" : error ? "ERROR" : "PASSED";
+    fprintf(f, "\n%s%s%s: %d passed, %d failed, %d errors, %d skipped in %.1f s\n",
+            color ? (failed ? RED : error ? YELLOW : GREEN) : "", verdict, color ? RESET : "", passed, failed, error,
+            skipped, rr->duration);
+    free(g);
+    free(idx);
+}
+
+static void md(FILE *f, const char *s)
+{
+    char *e = swa_markdown_cell(s);
+    if (e) {
+        fputs(e, f);
+        free(e);
+    }
+}
+
+int swa_console_write_markdown(FILE *f, const swa_run_results *rr, const char *report_dir)
+{
+    group_row *g = calloc((size_t)rr->count + 1, sizeof *g);
+    int *idx = malloc(((size_t)rr->count + 1) * sizeof *idx);
+    if (!g || !idx) {
+        free(g);
+        free(idx);
+        return -1;
+    }
+    int passed, failed, error, skipped;
+    swa_run_results_summary(rr, &passed, &failed, &error, &skipped);
+    fprintf(f, "## swadiff: %s\n\n", failed ? "mismatches found" : error ? "runtime errors" : "all passed");
+    fprintf(f, "**%d** passed, **%d** failed, **%d** errors, **%d** skipped in %.1f s\n\n", passed, failed, error, skipped,
+            rr->duration);
+    fputs("| backend | device | dtype | passed | failed | errors | skipped |\n|---|---|---|---:|---:|---:|---:|\n", f);
+    int ng = collect_groups(rr, g);
+    for (int k = 0; k < ng; k++) {
+        fputs("| ", f);
+        md(f, g[k].backend);
+        fputs(" | ", f);
+        md(f, g[k].device);
+        fprintf(f, " | %s | %d | %d | %d | %d |\n", swa_dtype_name(g[k].dtype), g[k].n[SWA_OUTCOME_PASSED],
+                g[k].n[SWA_OUTCOME_FAILED], g[k].n[SWA_OUTCOME_ERROR], g[k].n[SWA_OUTCOME_SKIPPED]);
+    }
+    int nw = collect_worst(rr, idx);
+    if (nw) {
+        fputs("\n### Worst failures\n\n| case | backend | first mismatch line |\n|---|---|---|\n", f);
+        for (int k = 0; k < nw && k < 20; k++) {
+            const swa_result *r = &rr->items[idx[k]];
+            fputs("| ", f);
+            md(f, r->id);
+            fputs(" | ", f);
+            md(f, r->backend);
+            fprintf(f, "/%s | ", swa_dtype_name(r->dtype));
+            md(f, r->message);
+            fputs(" |\n", f);
+        }
+        fputs("\n<details><summary>Reproduce commands</summary>\n\n", f);
+        for (int k = 0; k < nw && k < SWA_CONSOLE_WORST; k++) {
+            /* a fenced block shows the command verbatim; a fence longer than
+             * any backtick run inside keeps it closed */
+            const char *cmd = rr->items[idx[k]].reproduce;
+            int run = 0, longest = 0;
+            for (const char *p = cmd; *p; p++) {
+                run = *p == '`' ? run + 1 : 0;
+                longest = run > longest ? run : longest;
+            }
+            int fence = longest >= 3 ? longest + 1 : 3;
+            fprintf(f, "%.*ssh\n%s\n%.*s\n", fence, "``````````````````````````````", cmd, fence,
+                    "``````````````````````````````");
+        }
+        fputs("\n</details>\n", f);
+    }
+    if (report_dir) {
+        fputs("\nFull report: `", f);
+        md(f, report_dir);
+        fputs("/report.html` (JSON: `report.json`, JUnit: `junit.xml`).\n", f);
+    }
+    fputc('\n', f);
+    free(g);
+    free(idx);
+    return ferror(f) ? -1 : 0;
+}
+
+void swa_console_close(swa_console *con, const swa_run_results *rr, const char *report_dir)
+{
+    if (!con)
+        return;
+    clear_progress(con);
+    swa_console_write_summary(con->out, rr, con->color);
+    if (report_dir)
+        fprintf(con->out, "Report: %s/report.html (also report.json, junit.xml)\n", report_dir);
+    const char *step = getenv("GITHUB_STEP_SUMMARY");
+    if (step && *step) {
+        FILE *f = fopen(step, "a");
+        if (!f || swa_console_write_markdown(f, rr, report_dir) != 0)
+            fprintf(stderr, "swadiff: cannot append the summary to GITHUB_STEP_SUMMARY=%s\n", step);
+        if (f)
+            fclose(f);
+    }
+    fflush(con->out);
+    free(con);
+}

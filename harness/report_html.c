@@ -1,0 +1,620 @@
+/* report_html.c — report.html: one self-contained page (no external
+ * scripts, styles, fonts or images) for the person whose CI went red.
+ *
+ * Layout, top to bottom: a verdict banner with the counts and the run's
+ * environment; a filter bar (outcome checkboxes and a text box, a few lines
+ * of inline JavaScript — without JavaScript the page is complete, the bar
+ * says so); an overview table of every (case, backend), failing first, worst
+ * first; then one <details> block per case: the torch-style statistics, the
+ * diagnosis, a heatmap of error/allowed over (query row x head) as inline
+ * SVG with a strip showing where the window binds, the region table, the
+ * worst elements, LSE, warnings and the command that reruns the case.
+ *
+ * Everything that comes from case files or the command line goes through
+ * swa_html_escape (text and quoted attributes); nothing from them reaches the
+ * script.
+ *
+ * Test: tests/test_report_html.c (rendered in headless Chromium).
+ */
+#include "report.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HEATMAP_MAX_COLUMNS 160 /* displayed row bins; more rows are binned (max) */
+#define OPEN_FAILURES 3         /* failing cases whose details start open */
+
+static void esc(FILE *f, const char *s)
+{
+    char *e = swa_html_escape(s);
+    if (e) {
+        fputs(e, f);
+        free(e);
+    }
+}
+
+static void fmt_num(char *buf, size_t n, double v)
+{
+    if (isnan(v)) snprintf(buf, n, "NaN");
+    else if (isinf(v)) snprintf(buf, n, v > 0 ? "∞" : "−∞");
+    else snprintf(buf, n, "%.4g", v);
+}
+
+static void put_num(FILE *f, double v)
+{
+    char b[48];
+    fmt_num(b, sizeof b, v);
+    fputs(b, f);
+}
+
+static void put_index(FILE *f, const swa_index *ix)
+{
+    char b[96];
+    if (ix->request < 0) {
+        fputs("—", f);
+        return;
+    }
+    swa_index_format(ix, b, sizeof b);
+    fputs(b, f);
+}
+
+/* ---- colors --------------------------------------------------------------------
+ * error/allowed -> color.  Within tolerance stays quiet (grey to pale
+ * yellow); past it, orange to dark red on a log scale up to 100x; NaN,
+ * Inf and unwritten elements are purple, a color no ratio maps to. */
+static void lerp_color(char *buf, size_t n, const int a[3], const int b[3], double t)
+{
+    if (t < 0) t = 0;
+    if (t > 1) t = 1;
+    snprintf(buf, n, "#%02x%02x%02x", (int)lround(a[0] + (b[0] - a[0]) * t), (int)lround(a[1] + (b[1] - a[1]) * t),
+             (int)lround(a[2] + (b[2] - a[2]) * t));
+}
+
+static void ratio_color(double ratio, char *buf, size_t n)
+{
+    static const int quiet[3] = {0xee, 0xf1, 0xf4}, edge[3] = {0xf7, 0xe3, 0x8c};
+    static const int over[3] = {0xf5, 0x9e, 0x42}, worst[3] = {0x9b, 0x00, 0x14};
+    if (!isfinite(ratio) || isnan(ratio))
+        snprintf(buf, n, "#4a1670");
+    else if (ratio <= 1)
+        lerp_color(buf, n, quiet, edge, ratio * ratio);
+    else
+        lerp_color(buf, n, over, worst, log10(ratio) / 2.0);
+}
+
+/* ---- page head ---------------------------------------------------------------- */
+
+static const char CSS[] =
+    ":root{--fail:#b3261e;--pass:#1e7b34;--err:#b45309;--skip:#5f6b7a;--ink:#1b1f24;--muted:#5b6472;"
+    "--line:#d8dee4;--bg:#f6f8fa;--card:#fff;--mono:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}"
+    "*{box-sizing:border-box}"
+    "body{margin:0;font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:var(--ink);background:var(--bg)}"
+    "main{max-width:1280px;margin:0 auto;padding:0 20px 60px}"
+    "header.banner{padding:18px 20px 14px;color:#fff}"
+    "header.banner.failed{background:var(--fail)}header.banner.passed{background:var(--pass)}"
+    "header.banner.error{background:var(--err)}"
+    "header.banner .inner{max-width:1280px;margin:0 auto}"
+    "header.banner h1{margin:0 0 4px;font-size:22px;font-weight:650}"
+    "header.banner .sub{opacity:.9}"
+    ".counts{display:flex;gap:10px;margin:14px 0 4px;flex-wrap:wrap}"
+    ".count{background:rgba(255,255,255,.16);border-radius:8px;padding:6px 14px;min-width:92px}"
+    ".count b{display:block;font-size:22px;line-height:1.1}"
+    ".count span{font-size:12px;text-transform:uppercase;letter-spacing:.04em;opacity:.92}"
+    "section{margin-top:22px}"
+    "h2{font-size:16px;margin:0 0 8px}"
+    "table{border-collapse:collapse;background:var(--card)}"
+    "th,td{padding:4px 10px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}"
+    "th{font-weight:600;color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.03em;background:#f0f3f6}"
+    "td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}"
+    "table.env{width:100%;border:1px solid var(--line)}table.env th{width:160px;text-transform:none;font-size:13px}"
+    "table.env td{font-family:var(--mono);font-size:12.5px;white-space:pre-wrap;word-break:break-all}"
+    "table.overview{width:100%;border:1px solid var(--line)}"
+    "table.overview td.id{font-family:var(--mono);font-size:12.5px;word-break:break-all}"
+    "table.overview tr.failed td:first-child{border-left:4px solid var(--fail)}"
+    "table.overview tr.error td:first-child{border-left:4px solid var(--err)}"
+    "table.overview tr.passed td:first-child{border-left:4px solid var(--pass)}"
+    "table.overview tr.skipped td:first-child{border-left:4px solid var(--skip)}"
+    ".badge{display:inline-block;border-radius:4px;padding:0 7px;font-size:11.5px;font-weight:700;color:#fff;"
+    "text-transform:uppercase;letter-spacing:.04em}"
+    ".badge.failed{background:var(--fail)}.badge.passed{background:var(--pass)}.badge.error{background:var(--err)}"
+    ".badge.skipped{background:var(--skip)}"
+    ".filters{display:flex;gap:16px;align-items:center;flex-wrap:wrap;background:var(--card);border:1px solid var(--line);"
+    "border-radius:8px;padding:8px 12px;margin-top:16px}"
+    ".filters input[type=search]{flex:1;min-width:240px;padding:5px 8px;border:1px solid var(--line);border-radius:6px;font:inherit}"
+    ".filters .hint{color:var(--muted);font-size:12px}"
+    "details.case{background:var(--card);border:1px solid var(--line);border-radius:8px;margin:10px 0}"
+    "details.case.failed{border-left:5px solid var(--fail)}details.case.error{border-left:5px solid var(--err)}"
+    "details.case.passed{border-left:5px solid var(--pass)}details.case.skipped{border-left:5px solid var(--skip)}"
+    "details.case>summary{cursor:pointer;padding:9px 12px;list-style-position:outside}"
+    "details.case>summary .id{font-family:var(--mono);font-weight:600;word-break:break-all}"
+    "details.case>summary .meta{color:var(--muted);margin-left:6px}"
+    "details.case>summary .first{display:block;font-family:var(--mono);font-size:12.5px;margin-top:3px;color:var(--ink)}"
+    ".body{padding:4px 16px 16px;border-top:1px solid var(--line)}"
+    ".body h3{font-size:13px;margin:16px 0 6px;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}"
+    "pre{font-family:var(--mono);font-size:12.5px;background:#f3f5f7;border:1px solid var(--line);border-radius:6px;"
+    "padding:8px 10px;white-space:pre-wrap;word-break:break-word;margin:6px 0}"
+    "pre.stats{background:#fff7f6;border-color:#f1c9c5}"
+    ".diagnosis{background:#fff8e1;border:1px solid #f0d68a;border-radius:6px;padding:8px 12px;margin:10px 0}"
+    ".diagnosis b{color:#7a4b00}"
+    ".warn{background:#fff4e5;border:1px solid #f5c98b;border-radius:6px;padding:6px 10px;margin:8px 0;font-size:13px}"
+    ".grid2{display:flex;gap:24px;flex-wrap:wrap;align-items:flex-start}"
+    "table.small td,table.small th{padding:3px 8px;font-size:12.5px}"
+    "table.small td{font-family:var(--mono)}"
+    "tbody th{text-transform:none;font-size:12.5px;color:var(--ink);font-weight:600}"
+    ".bar{display:inline-block;height:9px;background:var(--fail);border-radius:2px;vertical-align:middle}"
+    ".bar.zero{background:var(--line);width:2px}"
+    "svg.heatmap{background:#fff;max-width:100%;height:auto}"
+    "svg text{font:11px system-ui,sans-serif;fill:#3a4350}"
+    ".caption{color:var(--muted);font-size:12.5px;margin:2px 0 6px}"
+    ".repro{display:flex;gap:8px;align-items:flex-start}.repro pre{flex:1;margin:0}"
+    "button.copy{font:inherit;font-size:12px;padding:4px 10px;border:1px solid var(--line);border-radius:6px;background:#fff;cursor:pointer}"
+    ".empty{color:var(--muted);font-style:italic}"
+    "footer{color:var(--muted);font-size:12px;margin-top:30px}"
+    "@media print{.filters{display:none}details.case{break-inside:avoid}}";
+
+/* Filtering: hides rows and cases whose outcome is unchecked or whose text
+ * does not contain the query.  Reads only data attributes and textContent. */
+static const char SCRIPT[] =
+    "(function(){\n"
+    "  var bar = document.getElementById('filters');\n"
+    "  bar.hidden = false;\n"
+    "  document.getElementById('nojs').hidden = true;\n"
+    "  var boxes = bar.querySelectorAll('input[type=checkbox]');\n"
+    "  var text = document.getElementById('filter-text');\n"
+    "  var items = document.querySelectorAll('[data-outcome]');\n"
+    "  function apply() {\n"
+    "    var show = {};\n"
+    "    boxes.forEach(function (b) { show[b.value] = b.checked; });\n"
+    "    var q = text.value.toLowerCase();\n"
+    "    var shown = 0;\n"
+    "    items.forEach(function (el) {\n"
+    "      var ok = show[el.dataset.outcome] && (!q || el.dataset.text.toLowerCase().indexOf(q) >= 0);\n"
+    "      el.hidden = !ok;\n"
+    "      if (ok && el.tagName === 'TR') shown++;\n"
+    "    });\n"
+    "    document.getElementById('shown').textContent = shown + ' shown';\n"
+    "  }\n"
+    "  boxes.forEach(function (b) { b.addEventListener('change', apply); });\n"
+    "  text.addEventListener('input', apply);\n"
+    "  document.querySelectorAll('button.copy').forEach(function (b) {\n"
+    "    b.hidden = false;\n"
+    "    b.addEventListener('click', function () {\n"
+    "      var t = b.parentNode.querySelector('code').textContent;\n"
+    "      if (navigator.clipboard) navigator.clipboard.writeText(t);\n"
+    "      b.textContent = 'copied';\n"
+    "    });\n"
+    "  });\n"
+    "  apply();\n"
+    "})();\n";
+
+/* what the text filter matches: id, backend, device, dtype, mutant, message */
+static void put_filter_text(FILE *f, const swa_result *r)
+{
+    char text[SWA_ID_MAX + SWA_MSG_MAX + 200];
+    snprintf(text, sizeof text, "%s %s %s %s %s %s %s", r->id, r->backend, r->device, swa_dtype_name(r->dtype),
+             r->mutant, swa_outcome_name(r->outcome), r->message);
+    esc(f, text);
+}
+
+static void put_env_row(FILE *f, const char *name, const char *value)
+{
+    fprintf(f, "<tr><th>%s</th><td>", name);
+    if (value && *value)
+        esc(f, value);
+    else
+        fputs("<span class=\"empty\">unknown</span>", f);
+    fputs("</td></tr>\n", f);
+}
+
+static void put_header(FILE *f, const swa_run_results *rr)
+{
+    int passed, failed, error, skipped;
+    swa_run_results_summary(rr, &passed, &failed, &error, &skipped);
+    const char *verdict = failed ? "failed" : error ? "error" : "passed";
+    char created[32];
+    swa_report_iso8601(rr->started, created, sizeof created);
+    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+               "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+               "<title>swadiff: %d failed, %d errors, %d passed</title>\n<style>%s</style>\n</head>\n<body>\n",
+            failed, error, passed, CSS);
+    fprintf(f, "<header class=\"banner %s\" id=\"summary\"><div class=\"inner\">\n", verdict);
+    if (failed)
+        fprintf(f, "<h1>swadiff: %d of %d failed</h1>\n", failed, rr->count);
+    else if (error)
+        fprintf(f, "<h1>swadiff: %d runtime error%s, no mismatch</h1>\n", error, error == 1 ? "" : "s");
+    else
+        fprintf(f, "<h1>swadiff: all %d passed</h1>\n", passed);
+    fprintf(f, "<div class=\"sub\">%s · %.1f s · exit code %d</div>\n", created, rr->duration, rr->exitcode);
+    fprintf(f,
+            "<div class=\"counts\">"
+            "<div class=\"count\" id=\"count-total\"><b>%d</b><span>total</span></div>"
+            "<div class=\"count\" id=\"count-failed\"><b>%d</b><span>failed</span></div>"
+            "<div class=\"count\" id=\"count-error\"><b>%d</b><span>errors</span></div>"
+            "<div class=\"count\" id=\"count-passed\"><b>%d</b><span>passed</span></div>"
+            "<div class=\"count\" id=\"count-skipped\"><b>%d</b><span>skipped</span></div></div>\n",
+            rr->count, failed, error, passed, skipped);
+    fputs("</div></header>\n<main>\n", f);
+    fputs("<section id=\"environment\"><details><summary><b>Environment</b> — ", f);
+    esc(f, rr->env.host[0] ? rr->env.host : "unknown host");
+    fputs(", swadiff ", f);
+    esc(f, rr->env.harness_version);
+    fputs(" (", f);
+    esc(f, rr->env.git_revision);
+    fputs(")</summary>\n<table class=\"env\">\n", f);
+    put_env_row(f, "Command line", rr->env.command_line);
+    put_env_row(f, "Devices", rr->env.devices);
+    put_env_row(f, "Toolkit", rr->env.toolkit);
+    put_env_row(f, "Host", rr->env.host);
+    put_env_row(f, "swadiff", rr->env.harness_version);
+    put_env_row(f, "Git revision", rr->env.git_revision);
+    put_env_row(f, "Created", created);
+    fputs("</table></details></section>\n", f);
+    fputs("<div class=\"filters\" id=\"filters\" hidden>\n<b>Show</b>\n", f);
+    static const char *const outs[] = {"failed", "error", "skipped", "passed"};
+    const int counts[] = {failed, error, skipped, passed};
+    for (int i = 0; i < 4; i++)
+        fprintf(f, "<label><input type=\"checkbox\" value=\"%s\" checked> %s (%d)</label>\n", outs[i], outs[i], counts[i]);
+    fputs("<input type=\"search\" id=\"filter-text\" placeholder=\"filter by case id, backend, dtype, mutant, message\">\n"
+          "<span class=\"hint\" id=\"shown\"></span>\n</div>\n"
+          "<p class=\"hint\" id=\"nojs\">All cases are listed below, failing first (filtering needs JavaScript).</p>\n",
+          f);
+}
+
+/* ---- overview ------------------------------------------------------------------ */
+
+static void put_ratio_cell(FILE *f, const swa_result *r)
+{
+    double s = swa_result_severity(r);
+    if (!r->has_compare) {
+        fputs("<td class=\"num\">—</td>", f);
+        return;
+    }
+    char color[16];
+    ratio_color(s, color, sizeof color);
+    fprintf(f, "<td class=\"num\"><span style=\"display:inline-block;width:10px;height:10px;border-radius:2px;"
+               "background:%s;margin-right:5px\"></span>", color);
+    if (isinf(s))
+        fputs("NaN/∞", f);
+    else
+        fprintf(f, "%.3g×", s);
+    fputs("</td>", f);
+}
+
+static void put_overview(FILE *f, const swa_run_results *rr, const int *order)
+{
+    fputs("<section id=\"overview\"><h2>Cases</h2>\n<table class=\"overview\">\n<thead><tr><th>Outcome</th><th>Backend</th>"
+          "<th>Dtype</th><th>Case</th><th class=\"num\">Mismatched</th><th class=\"num\">Worst error / allowed</th>"
+          "<th class=\"num\">Time</th></tr></thead>\n<tbody>\n",
+          f);
+    for (int k = 0; k < rr->count; k++) {
+        const swa_result *r = &rr->items[order[k]];
+        const char *o = swa_outcome_name(r->outcome);
+        fprintf(f, "<tr class=\"%s\" data-outcome=\"%s\" data-text=\"", o, o);
+        put_filter_text(f, r);
+        fprintf(f, "\"><td><span class=\"badge %s\">%s</span></td><td>", o, o);
+        esc(f, r->backend);
+        fputs(" <span class=\"empty\">", f);
+        esc(f, r->device);
+        fprintf(f, "</span></td><td>%s</td><td class=\"id\"><a href=\"#case-%d\">", swa_dtype_name(r->dtype), order[k]);
+        esc(f, r->id);
+        fputs("</a>", f);
+        if (r->mutant[0]) {
+            fputs(" <span class=\"empty\">mutant ", f);
+            esc(f, r->mutant);
+            fputs("</span>", f);
+        }
+        fputs("</td>", f);
+        if (r->has_compare)
+            fprintf(f, "<td class=\"num\">%lld / %lld (%.1f%%)</td>", r->cmp.mismatched, r->cmp.total, 100.0 * r->cmp.ratio);
+        else
+            fputs("<td class=\"num\">—</td>", f);
+        put_ratio_cell(f, r);
+        fprintf(f, "<td class=\"num\">%.3f s</td></tr>\n", r->duration);
+    }
+    fputs("</tbody></table></section>\n", f);
+}
+
+/* ---- heatmap ------------------------------------------------------------------- */
+
+static void put_legend(FILE *f, int x, int y)
+{
+    static const double stops[] = {0, 0.5, 1, 2, 5, 10, 100};
+    static const char *labels[] = {"0", "0.5", "1", "2", "5", "10", "≥100"};
+    fprintf(f, "<text x=\"%d\" y=\"%d\">error / allowed:</text>\n", x, y + 11);
+    int lx = x + 104;
+    for (int i = 0; i < 7; i++) {
+        char color[16];
+        ratio_color(stops[i], color, sizeof color);
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"34\" height=\"12\" fill=\"%s\" stroke=\"#c9d1d9\" stroke-width=\"0.5\"/>"
+                   "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
+                lx + 38 * i, y + 1, color, lx + 38 * i + 17, y + 26, labels[i]);
+    }
+    int nx = lx + 38 * 7 + 14;
+    char color[16];
+    ratio_color(INFINITY, color, sizeof color);
+    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"34\" height=\"12\" fill=\"%s\"/>"
+               "<text x=\"%d\" y=\"%d\">NaN / Inf / unwritten</text>\n",
+            nx, y + 1, color, nx + 40, y + 11);
+    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#1b1f24\" stroke-width=\"1.5\"/>"
+               "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-weight=\"bold\">tolerance</text>\n",
+            lx + 38 * 2 + 17, y - 2, lx + 38 * 2 + 17, y + 15, lx + 38 * 2 + 17, y - 5);
+}
+
+static void put_heatmap(FILE *f, const swa_result *r)
+{
+    const swa_compare_result *c = &r->cmp;
+    if (!c->row_head_ratio || c->rows <= 0 || c->heads <= 0)
+        return;
+    const int src_bin = c->row_bin > 0 ? c->row_bin : 1;
+    const int bin = (c->rows + HEATMAP_MAX_COLUMNS - 1) / HEATMAP_MAX_COLUMNS;
+    const int cols = (c->rows + bin - 1) / bin;
+    const int heads = c->heads;
+    const int source_rows = r->total_qo > 0 ? r->total_qo : c->rows * src_bin;
+    const int rows_per_col = bin * src_bin;
+
+    int cw = 880 / cols;
+    cw = cw > 40 ? 40 : cw < 4 ? 4 : cw;
+    int ch = 260 / heads;
+    ch = ch > 22 ? 22 : ch < 5 ? 5 : ch;
+    const int left = 62, top = 34, strip = 8;
+    const int plot_w = cw * cols, plot_h = ch * heads;
+    const int width = left + (plot_w > 640 ? plot_w : 640) + 20;
+    const int height = top + strip + 4 + plot_h + 44 + 40;
+
+    fprintf(f, "<p class=\"caption\">Worst error / allowed per query row (x) and qo head (y)");
+    if (rows_per_col > 1)
+        fprintf(f, ", %d rows per column (maximum shown)", rows_per_col);
+    fprintf(f, ". The blue strip marks rows where the window binds (some key is left of p − L); "
+               "thin lines separate requests.</p>\n");
+    fprintf(f, "<svg class=\"heatmap\" role=\"img\" aria-label=\"mismatch heatmap\" xmlns=\"http://www.w3.org/2000/svg\" "
+               "width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", width, height, width, height);
+    /* window strip */
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">window</text>\n", left - 6, top + strip);
+    for (int x = 0; x < cols; x++) {
+        int e = 0;
+        for (int k = x * bin; k < (x + 1) * bin && k < c->rows; k++)
+            if (c->row_past_edge && c->row_past_edge[k] > e)
+                e = c->row_past_edge[k];
+        if (e > 0)
+            fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#5b8def\"><title>window binds: p − L = %d"
+                       "</title></rect>\n", left + x * cw, top, cw, strip, e);
+    }
+    const int y0 = top + strip + 4;
+    /* cells */
+    for (int h = 0; h < heads; h++) {
+        for (int x = 0; x < cols; x++) {
+            float v = 0;
+            for (int k = x * bin; k < (x + 1) * bin && k < c->rows; k++) {
+                float q = c->row_head_ratio[(size_t)k * heads + h];
+                if (q > v || isnan(q))
+                    v = isnan(q) ? INFINITY : q;
+            }
+            char color[16];
+            ratio_color(v, color, sizeof color);
+            int first = x * rows_per_col, last = (x + 1) * rows_per_col - 1;
+            if (last >= source_rows)
+                last = source_rows - 1;
+            fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>", left + x * cw,
+                    y0 + h * ch, cw, ch, color);
+            if (first == last)
+                fprintf(f, "row %d", first);
+            else
+                fprintf(f, "rows %d–%d", first, last);
+            if (c->row_request)
+                fprintf(f, " (request %d)", c->row_request[x * bin]);
+            fprintf(f, ", head %d: ", h);
+            if (isinf(v))
+                fputs("NaN/Inf/unwritten", f);
+            else
+                fprintf(f, "%.3g× allowed", v);
+            fputs("</title></rect>\n", f);
+        }
+    }
+    /* grid lines between cells when they are big enough to read */
+    if (cw >= 10 && ch >= 10) {
+        for (int x = 1; x < cols; x++)
+            fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#fff\" stroke-width=\"1\"/>\n",
+                    left + x * cw, y0, left + x * cw, y0 + plot_h);
+        for (int h = 1; h < heads; h++)
+            fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#fff\" stroke-width=\"1\"/>\n", left,
+                    y0 + h * ch, left + plot_w, y0 + h * ch);
+    }
+    /* request boundaries */
+    for (int x = 1; c->row_request && x < cols; x++)
+        if (c->row_request[x * bin] != c->row_request[(x - 1) * bin])
+            fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#1b1f24\" stroke-width=\"1.2\"/>\n",
+                    left + x * cw, top - 2, left + x * cw, y0 + plot_h + 3);
+    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#8c959f\"/>\n", left, y0, plot_w,
+            plot_h);
+    /* y axis: heads */
+    int hstep = ch >= 11 ? 1 : (11 + ch - 1) / ch;
+    for (int h = 0; h < heads; h += hstep)
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s%d</text>\n", left - 6, y0 + h * ch + ch / 2 + 4,
+                h == 0 ? "head " : "", h);
+    /* x axis: query rows, about every 70 px */
+    int xstep = (70 + cw - 1) / cw;
+    if (xstep < 1)
+        xstep = 1;
+    for (int x = 0; x < cols; x += xstep) {
+        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#8c959f\"/>", left + x * cw + cw / 2,
+                y0 + plot_h, left + x * cw + cw / 2, y0 + plot_h + 4);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%d</text>\n", left + x * cw + cw / 2,
+                y0 + plot_h + 16, x * rows_per_col);
+    }
+    fprintf(f, "<text x=\"%d\" y=\"%d\">query row → (packed over %d request%s; %d rows × %d heads)"
+               "</text>\n",
+            left, y0 + plot_h + 32, r->num_requests, r->num_requests == 1 ? "" : "s", source_rows, heads);
+    put_legend(f, left, y0 + plot_h + 48);
+    fputs("</svg>\n", f);
+}
+
+/* ---- per-case details ---------------------------------------------------------- */
+
+static void put_region_row(FILE *f, const char *name, const swa_region_stats *s)
+{
+    double pct = s->count ? 100.0 * (double)s->mismatched / (double)s->count : 0;
+    fprintf(f, "<tr><th>%s</th><td class=\"num\">%lld</td><td class=\"num\">%lld</td><td class=\"num\">%.1f%% ", name,
+            s->count, s->mismatched, pct);
+    if (s->mismatched)
+        fprintf(f, "<span class=\"bar\" style=\"width:%dpx\"></span>", 2 + (int)(pct * 0.6));
+    else
+        fputs("<span class=\"bar zero\"></span>", f);
+    fputs("</td><td class=\"num\">", f);
+    put_num(f, s->max_abs_diff);
+    fputs("</td></tr>\n", f);
+}
+
+static void put_regions(FILE *f, const swa_result *r)
+{
+    const swa_compare_result *c = &r->cmp;
+    fputs("<div><h3>Regions</h3><table class=\"small regions\"><thead><tr><th>rows</th><th class=\"num\">elements</th>"
+          "<th class=\"num\">mismatched</th><th class=\"num\">%</th><th class=\"num\">max abs diff</th></tr></thead><tbody>\n",
+          f);
+    if (r->window_left < 0) {
+        put_region_row(f, "all (no window)", &c->window_free);
+    } else {
+        put_region_row(f, "window binds", &c->window_binds);
+        put_region_row(f, "window does not bind", &c->window_free);
+        for (int b = 0; b < SWA_DIST_BUCKETS; b++) {
+            if (!c->past_edge[b].count)
+                continue;
+            char name[48];
+            snprintf(name, sizeof name, "&nbsp;&nbsp;p − L = %s", swa_past_edge_bucket_label(b));
+            /* the label contains '>' for the last bucket */
+            if (b == SWA_DIST_BUCKETS - 1)
+                snprintf(name, sizeof name, "&nbsp;&nbsp;p − L &gt; 16");
+            put_region_row(f, name, &c->past_edge[b]);
+        }
+    }
+    fputs("</tbody></table></div>\n", f);
+}
+
+static void put_worst(FILE *f, const swa_compare_result *c)
+{
+    fputs("<div><h3>Worst elements</h3>", f);
+    if (!c->worst_count) {
+        fputs("<p class=\"empty\">every element equal to the reference</p></div>\n", f);
+        return;
+    }
+    fputs("<table class=\"small worst\"><thead><tr><th>#</th><th>index</th><th class=\"num\">actual</th>"
+          "<th class=\"num\">expected</th><th class=\"num\">|diff|</th><th class=\"num\">allowed</th>"
+          "<th class=\"num\">× allowed</th></tr></thead><tbody>\n",
+          f);
+    for (int i = 0; i < c->worst_count; i++) {
+        const swa_elem *e = &c->worst[i];
+        fprintf(f, "<tr><td>%d</td><td>", i + 1);
+        put_index(f, &e->index);
+        fputs("</td><td class=\"num\">", f);
+        put_num(f, e->actual);
+        fputs("</td><td class=\"num\">", f);
+        put_num(f, e->expected);
+        fputs("</td><td class=\"num\">", f);
+        put_num(f, e->abs_diff);
+        fputs("</td><td class=\"num\">", f);
+        put_num(f, e->allowed);
+        fputs("</td><td class=\"num\">", f);
+        if (isnan(e->abs_diff))
+            fputs("NaN", f);
+        else
+            put_num(f, e->allowed > 0 ? e->abs_diff / e->allowed : INFINITY);
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</tbody></table></div>\n", f);
+}
+
+static void put_case(FILE *f, const swa_result *r, int index, bool open)
+{
+    const char *o = swa_outcome_name(r->outcome);
+    fprintf(f, "<details class=\"case %s\" id=\"case-%d\" data-outcome=\"%s\" data-text=\"", o, index, o);
+    put_filter_text(f, r);
+    fprintf(f, "\"%s>\n<summary><span class=\"badge %s\">%s</span> <span class=\"id\">", open ? " open" : "", o, o);
+    esc(f, r->id);
+    fputs("</span><span class=\"meta\">", f);
+    esc(f, r->backend);
+    fputs(" · ", f);
+    esc(f, r->device);
+    fprintf(f, " · %s", swa_dtype_name(r->dtype));
+    if (r->mutant[0]) {
+        fputs(" · mutant ", f);
+        esc(f, r->mutant);
+    }
+    fputs("</span><span class=\"first\">", f);
+    esc(f, r->message);
+    fputs("</span></summary>\n<div class=\"body\">\n", f);
+
+    if (r->diagnosis[0]) {
+        fputs("<div class=\"diagnosis\"><b>Diagnosis:</b> ", f);
+        esc(f, r->diagnosis);
+        fputs("</div>\n", f);
+    }
+    if (r->warnings[0]) {
+        fputs("<div class=\"warn\"><b>Plan-time warnings:</b> ", f);
+        esc(f, r->warnings);
+        fputs("</div>\n", f);
+    }
+    fprintf(f, "<p class=\"caption\">%d request%s, %d query rows, %d qo / %d kv heads, head_dim %d, window_left %d · "
+               "case file <code>",
+            r->num_requests, r->num_requests == 1 ? "" : "s", r->total_qo, r->num_qo_heads, r->num_kv_heads, r->head_dim,
+            r->window_left);
+    esc(f, r->file);
+    fprintf(f, "</code> · %.3f s</p>\n", r->duration);
+
+    if (r->has_compare) {
+        const swa_compare_result *c = &r->cmp;
+        char first[512], details[4096];
+        swa_compare_first_line(c, first, sizeof first);
+        swa_compare_format_details(c, details, sizeof details);
+        fprintf(f, "<pre class=\"%s\">", r->outcome == SWA_OUTCOME_FAILED ? "stats" : "plain");
+        esc(f, first);
+        fputc('\n', f);
+        esc(f, details);
+        fputs("</pre>\n", f);
+        /* the heatmap shows output errors; an LSE-only failure has none */
+        if (r->outcome == SWA_OUTCOME_FAILED && (c->mismatched || c->unwritten)) {
+            fputs("<h3>Where it goes wrong</h3>\n", f);
+            put_heatmap(f, r);
+        }
+        fputs("<div class=\"grid2\">\n", f);
+        put_regions(f, r);
+        put_worst(f, c);
+        fputs("</div>\n", f);
+    } else if (r->outcome == SWA_OUTCOME_ERROR || r->outcome == SWA_OUTCOME_SKIPPED) {
+        fputs("<pre>", f);
+        esc(f, r->message);
+        fputs("</pre>\n", f);
+    }
+    fputs("<h3>Reproduce</h3><div class=\"repro\"><pre><code>", f);
+    esc(f, r->reproduce[0] ? r->reproduce : "(no reproduce command recorded)");
+    fputs("</code></pre><button class=\"copy\" type=\"button\" hidden>copy</button></div>\n</div></details>\n", f);
+}
+
+int swa_report_write_html(const swa_run_results *rr, FILE *f)
+{
+    int *order = malloc(((size_t)rr->count + 1) * sizeof *order);
+    if (!order)
+        return -1;
+    swa_report_order(rr, order);
+    put_header(f, rr);
+    if (rr->count == 0)
+        fputs("<section><p class=\"empty\">No results yet.</p></section>\n", f);
+    else
+        put_overview(f, rr, order);
+    fputs("<section id=\"details\"><h2>Details</h2>\n", f);
+    int opened = 0;
+    for (int k = 0; k < rr->count; k++) {
+        const swa_result *r = &rr->items[order[k]];
+        bool open = r->outcome == SWA_OUTCOME_FAILED && opened < OPEN_FAILURES;
+        opened += open;
+        put_case(f, r, order[k], open);
+    }
+    fputs("</section>\n<footer>Generated by swadiff ", f);
+    esc(f, rr->env.harness_version);
+    fputs(". Each case lists the command that reruns it alone. Colors: error / allowed, where allowed = "
+          "atol + rtol·|expected| (or the baseline rule).</footer>\n</main>\n<script>\n", f);
+    fputs(SCRIPT, f);
+    fputs("</script>\n</body>\n</html>\n", f);
+    free(order);
+    return ferror(f) ? -1 : 0;
+}
