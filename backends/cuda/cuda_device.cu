@@ -37,18 +37,6 @@ const char *swa_cuda_shape_unsupported(swa_dtype dtype, int head_dim, int group_
     return NULL;
 }
 
-/* Everything a case keeps on the device between plan runs. */
-typedef struct swa_cuda_inputs {
-    swa_dtype dtype;
-    swa_layout layout;
-    int num_requests, total_qo, total_kv, num_qo_heads, num_kv_heads, head_dim;
-    int page_size, num_pages;
-    void *q, *k_pages, *v_pages, *k_ragged, *v_ragged;
-    int *page_indptr, *page_indices;
-    cudaStream_t stream;
-    swa_dev_buf ints, partial_o, partial_l, out_region, lse_region, scratch;
-} swa_cuda_inputs;
-
 // ----------------------------------------------------------------------------
 // discovery
 
@@ -252,6 +240,71 @@ static swa_status upload_ints(swa_cuda_inputs *d, swa_int_pack *pk, swa_error *e
 // ----------------------------------------------------------------------------
 // prefill
 
+swa_status swa_cuda_prefill_prepare(swa_cuda_inputs *d, const swa_prefill_plan *p, swa_cuda_prefill_params *prm,
+                                    swa_error *err)
+{
+    int B = p->num_requests;
+    bool ragged = p->kv_mode == SWA_KV_RAGGED;
+    swa_int_pack pk = {0};
+    long o_wr, o_wt, o_wc, o_qi, o_ki, o_ql, o_kl, o_nc, o_po;
+    PACK(o_wr, p->work_request, p->num_work);
+    PACK(o_wt, p->work_qo_tile, p->num_work);
+    PACK(o_wc, p->work_kv_chunk, p->num_work);
+    PACK(o_qi, p->qo_indptr, B + 1);
+    PACK(o_ki, p->kv_indptr, B + 1);
+    PACK(o_ql, p->qo_len, B);
+    PACK(o_kl, p->kv_len, B);
+    PACK(o_nc, p->req_num_chunks, B);
+    PACK(o_po, p->req_partial_offset, B);
+    swa_status st = upload_ints(d, &pk, err);
+    swa_int_pack_free(&pk);
+    if (st) return st;
+    const int *ib = (const int *)d->ints.ptr;
+
+    memset(prm, 0, sizeof *prm);
+    prm->q = d->q;
+    prm->k = ragged ? d->k_ragged : d->k_pages;
+    prm->v = ragged ? d->v_ragged : d->v_pages;
+    prm->work_request = ib + o_wr;
+    prm->work_qo_tile = ib + o_wt;
+    prm->work_kv_chunk = ib + o_wc;
+    prm->qo_indptr = ib + o_qi;
+    prm->kv_indptr = ib + o_ki;
+    prm->qo_len = ib + o_ql;
+    prm->kv_len = ib + o_kl;
+    prm->req_num_chunks = ib + o_nc;
+    prm->req_partial_offset = ib + o_po;
+    prm->page_indptr = d->page_indptr;
+    prm->page_indices = d->page_indices;
+    prm->num_requests = B;
+    prm->total_qo = p->qo_indptr[B];
+    prm->num_qo_heads = p->num_qo_heads;
+    prm->num_kv_heads = p->num_kv_heads;
+    prm->group_size = p->group_size;
+    prm->page_size = p->page_size;
+    prm->cta_tile_q = p->cta_tile_q;
+    prm->cta_tile_kv = p->cta_tile_kv;
+    prm->kv_chunk_size = p->kv_chunk_size;
+    prm->window_left = p->window_left;
+    prm->run_window_left = p->run_window_left;
+    prm->mutant = p->mutant;
+    prm->causal = p->causal;
+    prm->mask_window = p->mask_window;
+    prm->split_kv = p->split_kv;
+    prm->ragged = ragged;
+    prm->nhd = p->layout == SWA_LAYOUT_NHD;
+    prm->sm_scale = p->sm_scale;
+    prm->soft_cap = p->soft_cap;
+    if (p->split_kv) {
+        size_t rows = (size_t)p->total_partial_rows * p->num_qo_heads;
+        if ((st = swa_dev_buf_reserve(&d->partial_o, rows * p->head_dim * sizeof(float), err))) return st;
+        if ((st = swa_dev_buf_reserve(&d->partial_l, rows * sizeof(float), err))) return st;
+        prm->o_part = (float *)d->partial_o.ptr;
+        prm->lse_part = (float *)d->partial_l.ptr;
+    }
+    return SWA_OK;
+}
+
 static swa_status cuda_prefill(const swa_prefill_plan *p, void *dev_inputs, const swa_out_args *o, bool write_lse,
                                swa_error *err)
 {
@@ -264,67 +317,8 @@ static swa_status cuda_prefill(const swa_prefill_plan *p, void *dev_inputs, cons
     if (!ragged && (p->page_size != d->page_size || p->layout != d->layout))
         return swa_error_set(err, SWA_ERR_INVALID, "cuda prefill: plan page_size %d / %s differs from the cache (%d / %s)",
                              p->page_size, swa_layout_name(p->layout), d->page_size, swa_layout_name(d->layout));
-
-    int B = p->num_requests;
-    swa_int_pack pk = {0};
-    long o_wr, o_wt, o_wc, o_qi, o_ki, o_ql, o_kl, o_nc, o_po;
-    PACK(o_wr, p->work_request, p->num_work);
-    PACK(o_wt, p->work_qo_tile, p->num_work);
-    PACK(o_wc, p->work_kv_chunk, p->num_work);
-    PACK(o_qi, p->qo_indptr, B + 1);
-    PACK(o_ki, p->kv_indptr, B + 1);
-    PACK(o_ql, p->qo_len, B);
-    PACK(o_kl, p->kv_len, B);
-    PACK(o_nc, p->req_num_chunks, B);
-    PACK(o_po, p->req_partial_offset, B);
-    st = upload_ints(d, &pk, err);
-    swa_int_pack_free(&pk);
-    if (st) return st;
-    const int *ib = (const int *)d->ints.ptr;
-
     swa_cuda_prefill_params prm;
-    memset(&prm, 0, sizeof prm);
-    prm.q = d->q;
-    prm.k = ragged ? d->k_ragged : d->k_pages;
-    prm.v = ragged ? d->v_ragged : d->v_pages;
-    prm.work_request = ib + o_wr;
-    prm.work_qo_tile = ib + o_wt;
-    prm.work_kv_chunk = ib + o_wc;
-    prm.qo_indptr = ib + o_qi;
-    prm.kv_indptr = ib + o_ki;
-    prm.qo_len = ib + o_ql;
-    prm.kv_len = ib + o_kl;
-    prm.req_num_chunks = ib + o_nc;
-    prm.req_partial_offset = ib + o_po;
-    prm.page_indptr = d->page_indptr;
-    prm.page_indices = d->page_indices;
-    prm.num_requests = B;
-    prm.total_qo = p->qo_indptr[B];
-    prm.num_qo_heads = p->num_qo_heads;
-    prm.num_kv_heads = p->num_kv_heads;
-    prm.group_size = p->group_size;
-    prm.page_size = p->page_size;
-    prm.cta_tile_q = p->cta_tile_q;
-    prm.cta_tile_kv = p->cta_tile_kv;
-    prm.kv_chunk_size = p->kv_chunk_size;
-    prm.window_left = p->window_left;
-    prm.run_window_left = p->run_window_left;
-    prm.mutant = p->mutant;
-    prm.causal = p->causal;
-    prm.mask_window = p->mask_window;
-    prm.split_kv = p->split_kv;
-    prm.ragged = ragged;
-    prm.nhd = p->layout == SWA_LAYOUT_NHD;
-    prm.sm_scale = p->sm_scale;
-    prm.soft_cap = p->soft_cap;
-
-    if (p->split_kv) {
-        size_t rows = (size_t)p->total_partial_rows * p->num_qo_heads;
-        if ((st = swa_dev_buf_reserve(&d->partial_o, rows * p->head_dim * sizeof(float), err))) return st;
-        if ((st = swa_dev_buf_reserve(&d->partial_l, rows * sizeof(float), err))) return st;
-        prm.o_part = (float *)d->partial_o.ptr;
-        prm.lse_part = (float *)d->partial_l.ptr;
-    }
+    if ((st = swa_cuda_prefill_prepare(d, p, &prm, err))) return st;
     out_dev od;
     if ((st = outputs_to_device(d, o, write_lse, &od, err))) return st;
     prm.out = od.out;
@@ -337,60 +331,58 @@ static swa_status cuda_prefill(const swa_prefill_plan *p, void *dev_inputs, cons
 // ----------------------------------------------------------------------------
 // decode_fa2 (plain and CUDA graph)
 
-typedef struct fa2_offsets {
-    long wr, wc, nc, po, ip, ix, lp, sc;
-} fa2_offsets;
-
-/* Packs a plan with the given capacities (graph mode: the captured plan's,
- * so the layout is the same for capture and replay). */
+/* Packs a plan's arrays at fixed capacities (graph mode: the captured
+ * plan's, so capture and replay see the same layout). */
 static swa_status fa2_pack(const swa_decode_fa2_plan *p, int cap_work, int cap_req, int cap_pages, swa_int_pack *out,
-                           fa2_offsets *of, swa_error *err)
+                           long of[8], swa_error *err)
 {
     swa_int_pack pk = {0};
     int B = p->num_requests, entries = p->kv_indptr[B];
-    if (p->num_work > cap_work || B > cap_req || entries > cap_pages) {
+    if (p->num_work > cap_work || B > cap_req || entries > cap_pages)
         return swa_error_set(err, SWA_ERR_INVALID,
                              "cuda decode_fa2: batch (%d work items, %d requests, %d pages) exceeds the buffers "
                              "sized at plan time (%d, %d, %d)",
                              p->num_work, B, entries, cap_work, cap_req, cap_pages);
+    const int *src[7] = {p->work_request, p->work_chunk, p->req_num_chunks, p->req_partial_offset, p->kv_indptr,
+                         p->kv_indices, p->kv_last_page_len};
+    /* kv_indices: +1, the plans keep one spare entry past the table (FOREIGN_PAGE_READ) */
+    size_t used[7] = {(size_t)p->num_work, (size_t)p->num_work, (size_t)B, (size_t)B, (size_t)B + 1,
+                      (size_t)entries + 1, (size_t)B};
+    size_t cap[7] = {(size_t)cap_work, (size_t)cap_work, (size_t)cap_req, (size_t)cap_req, (size_t)cap_req + 1,
+                     (size_t)cap_pages + 1, (size_t)cap_req};
+    for (int i = 0; i < 7; i++) {
+        PACK(of[i], NULL, cap[i]);
+        memcpy(pk.host + of[i], src[i], used[i] * sizeof(int));
     }
-    PACK(of->wr, NULL, cap_work);
-    memcpy(pk.host + of->wr, p->work_request, (size_t)p->num_work * sizeof(int));
-    PACK(of->wc, NULL, cap_work);
-    memcpy(pk.host + of->wc, p->work_chunk, (size_t)p->num_work * sizeof(int));
-    PACK(of->nc, NULL, cap_req);
-    memcpy(pk.host + of->nc, p->req_num_chunks, (size_t)B * sizeof(int));
-    PACK(of->po, NULL, cap_req);
-    memcpy(pk.host + of->po, p->req_partial_offset, (size_t)B * sizeof(int));
-    PACK(of->ip, NULL, cap_req + 1);
-    memcpy(pk.host + of->ip, p->kv_indptr, (size_t)(B + 1) * sizeof(int));
-    /* +1: the plans keep one spare entry past the table (FOREIGN_PAGE_READ) */
-    PACK(of->ix, NULL, (size_t)cap_pages + 1);
-    memcpy(pk.host + of->ix, p->kv_indices, ((size_t)entries + 1) * sizeof(int));
-    PACK(of->lp, NULL, cap_req);
-    memcpy(pk.host + of->lp, p->kv_last_page_len, (size_t)B * sizeof(int));
     int scalars[2] = {p->num_work, B};
-    PACK(of->sc, scalars, 2);
+    PACK(of[7], scalars, 2);
     *out = pk;
     return SWA_OK;
 }
 
-static swa_status fa2_params(swa_cuda_inputs *d, const swa_decode_fa2_plan *p, const fa2_offsets *of,
-                             size_t cap_partial_rows, const out_dev *od, swa_cuda_fa2_params *prm, swa_error *err)
+swa_status swa_cuda_fa2_prepare(swa_cuda_inputs *d, const swa_decode_fa2_plan *p, int cap_work, int cap_req,
+                                int cap_pages, int cap_partial_rows, swa_cuda_fa2_params *prm, swa_error *err)
 {
+    swa_int_pack pk;
+    long of[8];
+    swa_status st = fa2_pack(p, cap_work, cap_req, cap_pages, &pk, of, err);
+    if (st) return st;
+    st = upload_ints(d, &pk, err);
+    swa_int_pack_free(&pk);
+    if (st) return st;
     const int *ib = (const int *)d->ints.ptr;
     memset(prm, 0, sizeof *prm);
     prm->q = d->q;
     prm->k = d->k_pages;
     prm->v = d->v_pages;
-    prm->work_request = ib + of->wr;
-    prm->work_chunk = ib + of->wc;
-    prm->req_num_chunks = ib + of->nc;
-    prm->req_partial_offset = ib + of->po;
-    prm->kv_indptr = ib + of->ip;
-    prm->kv_indices = ib + of->ix;
-    prm->kv_last_page_len = ib + of->lp;
-    prm->scalars = ib + of->sc;
+    prm->work_request = ib + of[0];
+    prm->work_chunk = ib + of[1];
+    prm->req_num_chunks = ib + of[2];
+    prm->req_partial_offset = ib + of[3];
+    prm->kv_indptr = ib + of[4];
+    prm->kv_indices = ib + of[5];
+    prm->kv_last_page_len = ib + of[6];
+    prm->scalars = ib + of[7];
     prm->num_qo_heads = p->num_qo_heads;
     prm->num_kv_heads = p->num_kv_heads;
     prm->group_size = p->group_size;
@@ -404,15 +396,12 @@ static swa_status fa2_params(swa_cuda_inputs *d, const swa_decode_fa2_plan *p, c
     prm->sm_scale = p->sm_scale;
     prm->soft_cap = p->soft_cap;
     if (p->split_kv) {
-        size_t rows = cap_partial_rows * p->num_qo_heads;
-        swa_status st;
+        size_t rows = (size_t)cap_partial_rows * p->num_qo_heads;
         if ((st = swa_dev_buf_reserve(&d->partial_o, rows * p->head_dim * sizeof(float), err))) return st;
         if ((st = swa_dev_buf_reserve(&d->partial_l, rows * sizeof(float), err))) return st;
         prm->o_part = (float *)d->partial_o.ptr;
         prm->lse_part = (float *)d->partial_l.ptr;
     }
-    prm->out = od->out;
-    prm->lse = od->lse;
     return SWA_OK;
 }
 
@@ -444,17 +433,14 @@ static swa_status cuda_decode_fa2(const swa_decode_fa2_plan *p, void *dev_inputs
     swa_cuda_inputs *d = (swa_cuda_inputs *)dev_inputs;
     swa_status st = fa2_check(d, p, err);
     if (st) return st;
-    swa_int_pack pk;
-    fa2_offsets of;
-    int entries = p->kv_indptr[p->num_requests];
-    if ((st = fa2_pack(p, p->num_work, p->num_requests, entries, &pk, &of, err))) return st;
-    st = upload_ints(d, &pk, err);
-    swa_int_pack_free(&pk);
-    if (st) return st;
+    swa_cuda_fa2_params prm;
+    if ((st = swa_cuda_fa2_prepare(d, p, p->num_work, p->num_requests, p->kv_indptr[p->num_requests],
+                                   p->total_partial_rows, &prm, err)))
+        return st;
     out_dev od;
     if ((st = outputs_to_device(d, o, write_lse, &od, err))) return st;
-    swa_cuda_fa2_params prm;
-    if ((st = fa2_params(d, p, &of, (size_t)p->total_partial_rows, &od, &prm, err))) return st;
+    prm.out = od.out;
+    prm.lse = od.lse;
     fa2_oob_target(p, o, &od, &prm);
     if ((st = swa_cuda_fa2_launch(&prm, p->dtype, p->head_dim, p->grid_work, p->num_requests, od.lse != NULL,
                                   d->stream, err)))
@@ -466,29 +452,23 @@ static swa_status graph_run(swa_cuda_inputs *d, swa_decode_fa2_plan *captured, c
                             const swa_out_args *o, bool write_lse, cudaGraph_t *graph, cudaGraphExec_t *exec,
                             swa_error *err)
 {
-    int cap_work = captured->capacity_work > 0 ? captured->capacity_work : captured->grid_work;
-    int cap_req = captured->capacity_requests > 0 ? captured->capacity_requests : full->num_requests;
-    int cap_pages = captured->capacity_pages > 0 ? captured->capacity_pages : full->kv_indptr[full->num_requests];
-    int cap_partial = captured->capacity_partial_rows > 0 ? captured->capacity_partial_rows : full->total_partial_rows;
+    int cap_work = captured->capacity_work, cap_req = captured->capacity_requests;
+    int cap_pages = captured->capacity_pages, cap_partial = captured->capacity_partial_rows;
     if (full->split_kv != captured->split_kv || full->kv_chunk_size != captured->kv_chunk_size)
         return swa_error_set(err, SWA_ERR_INVALID, "cuda decode_fa2 graph: the replay plan changes split_kv/kv_chunk_size "
                                                    "(launch scalars baked into the graph)");
     if (full->total_partial_rows > cap_partial)
         return swa_error_set(err, SWA_ERR_INVALID, "cuda decode_fa2 graph: replay needs %d partial rows, the graph "
                                                    "buffers hold %d", full->total_partial_rows, cap_partial);
-    /* capture with the captured plan's arrays in buffers sized for the worst case */
-    swa_int_pack pk;
-    fa2_offsets of;
-    swa_status st = fa2_pack(captured, cap_work, cap_req, cap_pages, &pk, &of, err);
-    if (st) return st;
-    st = upload_ints(d, &pk, err);
-    swa_int_pack_free(&pk);
+    /* capture with the captured batch in buffers sized for the worst case */
+    swa_cuda_fa2_params prm;
+    swa_status st = swa_cuda_fa2_prepare(d, captured, cap_work, cap_req, cap_pages, cap_partial, &prm, err);
     if (st) return st;
     out_dev od;
     if ((st = outputs_to_device(d, o, write_lse, &od, err))) return st;
     SWA_CUDA_TRY(cudaStreamSynchronize(d->stream));
-    swa_cuda_fa2_params prm;
-    if ((st = fa2_params(d, captured, &of, (size_t)cap_partial, &od, &prm, err))) return st;
+    prm.out = od.out;
+    prm.lse = od.lse;
     fa2_oob_target(captured, o, &od, &prm);
 
     SWA_CUDA_TRY(cudaStreamBeginCapture(d->stream, cudaStreamCaptureModeRelaxed));
@@ -499,11 +479,14 @@ static swa_status graph_run(swa_cuda_inputs *d, swa_decode_fa2_plan *captured, c
     if (end_rc != cudaSuccess) return swa_cuda_fail(err, end_rc, "cudaStreamEndCapture(stream, &graph)", __FILE__, __LINE__);
     SWA_CUDA_TRY(cudaGraphInstantiate(exec, *graph, 0));
 
-    /* the full batch goes into the same buffers, in place; the graph reads
+    /* the full batch overwrites the same buffers in place; the graph reads
      * num_work / num_requests from device memory */
-    if ((st = fa2_pack(full, cap_work, cap_req, cap_pages, &pk, &of, err))) return st;
-    SWA_CUDA_TRY(cudaMemcpy(d->ints.ptr, pk.host, pk.count * sizeof(int), cudaMemcpyHostToDevice));
+    swa_int_pack pk;
+    long of[8];
+    if ((st = fa2_pack(full, cap_work, cap_req, cap_pages, &pk, of, err))) return st;
+    cudaError_t rc = cudaMemcpy(d->ints.ptr, pk.host, pk.count * sizeof(int), cudaMemcpyHostToDevice);
     swa_int_pack_free(&pk);
+    if (rc != cudaSuccess) return swa_cuda_fail(err, rc, "cudaMemcpy(plan arrays of the full batch)", __FILE__, __LINE__);
     SWA_CUDA_TRY(cudaGraphLaunch(*exec, d->stream));
     return outputs_to_host(d, o, &od, err);
 }
@@ -515,6 +498,8 @@ static swa_status cuda_decode_fa2_graph(swa_decode_fa2_plan *captured, const swa
     swa_status st = fa2_check(d, captured, err);
     if (st) return st;
     if ((st = fa2_check(d, full, err))) return st;
+    if (!captured->graph)
+        return swa_error_set(err, SWA_ERR_INVALID, "cuda decode_fa2 graph: the captured plan was not built in CUDA-graph mode");
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
     st = graph_run(d, captured, full, o, write_lse, &graph, &exec, err);
@@ -526,6 +511,46 @@ static swa_status cuda_decode_fa2_graph(swa_decode_fa2_plan *captured, const swa
 // ----------------------------------------------------------------------------
 // decode_aiter
 
+swa_status swa_cuda_aiter_prepare(swa_cuda_inputs *d, const swa_decode_aiter_plan *p, swa_cuda_aiter_params *prm,
+                                  swa_error *err)
+{
+    swa_int_pack pk = {0};
+    long o_bt, o_cl;
+    PACK(o_bt, p->block_tables, (size_t)p->num_seqs * p->max_blocks_per_seq);
+    PACK(o_cl, p->context_lens, p->num_seqs);
+    swa_status st = upload_ints(d, &pk, err);
+    swa_int_pack_free(&pk);
+    if (st) return st;
+    const int *ib = (const int *)d->ints.ptr;
+    size_t slots = (size_t)p->num_seqs * p->num_qo_heads * (p->max_num_partitions > 0 ? p->max_num_partitions : 1);
+    if ((st = swa_dev_buf_reserve(&d->partial_o, slots * p->head_dim * sizeof(float), err))) return st;
+    if ((st = swa_dev_buf_reserve(&d->partial_l, 2 * slots * sizeof(float), err))) return st;
+    memset(prm, 0, sizeof *prm);
+    prm->q = d->q;
+    prm->k = d->k_pages;
+    prm->v = d->v_pages;
+    prm->tmp_out = (float *)d->partial_o.ptr;
+    prm->max_logits = (float *)d->partial_l.ptr;
+    prm->exp_sums = prm->max_logits + slots;
+    prm->block_tables = ib + o_bt;
+    prm->context_lens = ib + o_cl;
+    prm->num_seqs = p->num_seqs;
+    prm->num_qo_heads = p->num_qo_heads;
+    prm->num_kv_heads = p->num_kv_heads;
+    prm->group_size = p->group_size;
+    prm->block_size = p->block_size;
+    prm->num_pages = d->num_pages;
+    prm->max_blocks_per_seq = p->max_blocks_per_seq;
+    prm->partition_size = p->partition_size;
+    prm->max_num_partitions = p->max_num_partitions;
+    prm->sliding_window = p->sliding_window;
+    prm->mutant = p->mutant;
+    prm->nhd = p->layout == SWA_LAYOUT_NHD;
+    prm->scale = p->scale;
+    prm->soft_cap = p->soft_cap;
+    return SWA_OK;
+}
+
 static swa_status cuda_decode_aiter(const swa_decode_aiter_plan *p, void *dev_inputs, const swa_out_args *o,
                                     swa_error *err)
 {
@@ -535,46 +560,11 @@ static swa_status cuda_decode_aiter(const swa_decode_aiter_plan *p, void *dev_in
     if (p->block_size != d->page_size || p->layout != d->layout)
         return swa_error_set(err, SWA_ERR_INVALID, "cuda decode_aiter: plan block_size %d / %s differs from the cache (%d / %s)",
                              p->block_size, swa_layout_name(p->layout), d->page_size, swa_layout_name(d->layout));
-    swa_int_pack pk = {0};
-    long o_bt, o_cl;
-    PACK(o_bt, p->block_tables, (size_t)p->num_seqs * p->max_blocks_per_seq);
-    PACK(o_cl, p->context_lens, p->num_seqs);
-    st = upload_ints(d, &pk, err);
-    swa_int_pack_free(&pk);
-    if (st) return st;
-    const int *ib = (const int *)d->ints.ptr;
-
-    size_t slots = (size_t)p->num_seqs * p->num_qo_heads * (p->max_num_partitions > 0 ? p->max_num_partitions : 1);
-    if ((st = swa_dev_buf_reserve(&d->partial_o, slots * p->head_dim * sizeof(float), err))) return st;
-    if ((st = swa_dev_buf_reserve(&d->partial_l, 2 * slots * sizeof(float), err))) return st;
+    swa_cuda_aiter_params prm;
+    if ((st = swa_cuda_aiter_prepare(d, p, &prm, err))) return st;
     out_dev od;
     if ((st = outputs_to_device(d, o, false, &od, err))) return st;
-
-    swa_cuda_aiter_params prm;
-    memset(&prm, 0, sizeof prm);
-    prm.q = d->q;
-    prm.k = d->k_pages;
-    prm.v = d->v_pages;
     prm.out = od.out;
-    prm.tmp_out = (float *)d->partial_o.ptr;
-    prm.max_logits = (float *)d->partial_l.ptr;
-    prm.exp_sums = prm.max_logits + slots;
-    prm.block_tables = ib + o_bt;
-    prm.context_lens = ib + o_cl;
-    prm.num_seqs = p->num_seqs;
-    prm.num_qo_heads = p->num_qo_heads;
-    prm.num_kv_heads = p->num_kv_heads;
-    prm.group_size = p->group_size;
-    prm.block_size = p->block_size;
-    prm.num_pages = d->num_pages;
-    prm.max_blocks_per_seq = p->max_blocks_per_seq;
-    prm.partition_size = p->partition_size;
-    prm.max_num_partitions = p->max_num_partitions;
-    prm.sliding_window = p->sliding_window;
-    prm.mutant = p->mutant;
-    prm.nhd = p->layout == SWA_LAYOUT_NHD;
-    prm.scale = p->scale;
-    prm.soft_cap = p->soft_cap;
     if ((st = swa_cuda_aiter_launch(&prm, p->dtype, p->head_dim, d->stream, err))) return st;
     return outputs_to_host(d, o, &od, err);
 }

@@ -156,4 +156,27 @@ static inline void swa_dev_buf_free(swa_dev_buf *b)
     b->bytes = 0;
 }
 
+/* Everything a case keeps on the device between plan runs. */
+typedef struct swa_cuda_inputs {
+    swa_dtype dtype;
+    swa_layout layout;
+    int num_requests, total_qo, total_kv, num_qo_heads, num_kv_heads, head_dim;
+    int page_size, num_pages;
+    void *q, *k_pages, *v_pages, *k_ragged, *v_ragged;
+    int *page_indptr, *page_indices;
+    cudaStream_t stream;
+    swa_dev_buf ints, partial_o, partial_l, out_region, lse_region, scratch;
+} swa_cuda_inputs;
+
+/* Plan -> kernel parameters: packs the plan's arrays into d->ints (one
+ * copy), sizes the partial buffers, fills everything but out/lse.  The
+ * device table runs these per case; the benchmark once per workload. */
+swa_status swa_cuda_prefill_prepare(swa_cuda_inputs *d, const swa_prefill_plan *p, swa_cuda_prefill_params *prm,
+                                    swa_error *err);
+/* cap_*: buffer capacities (graph mode: the captured plan's; else the plan's own sizes) */
+swa_status swa_cuda_fa2_prepare(swa_cuda_inputs *d, const swa_decode_fa2_plan *p, int cap_work, int cap_req,
+                                int cap_pages, int cap_partial_rows, swa_cuda_fa2_params *prm, swa_error *err);
+swa_status swa_cuda_aiter_prepare(swa_cuda_inputs *d, const swa_decode_aiter_plan *p, swa_cuda_aiter_params *prm,
+                                  swa_error *err);
+
 #endif /* SWADIFF_CUDA_INTERNAL_CUH */
