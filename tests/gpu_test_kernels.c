@@ -24,6 +24,9 @@
 #include "backends/prefill.h"
 #include "test_backend_fixture.h"
 
+/* the CUDA device of this binary (NULL when built without CUDA: skipped) */
+#define CUDA_DEV swa_device_get(SWA_DEVICE_CUDA)
+
 /* -------------------------------------------------------------------------
  * running one backend on one device */
 
@@ -131,7 +134,7 @@ static void check_shape(const gpu_shape *t, const swa_backend *b, bool graph, in
     swa_error err = {0};
     char plan_cuda[160] = "", plan_host[160] = "";
     bool lse = b != &swa_backend_decode_aiter;
-    swa_status st = run_on(&f, &swa_cuda_device_ops, b, SWA_MUTANT_NONE, lse, plan_cuda, sizeof plan_cuda, &err);
+    swa_status st = run_on(&f, CUDA_DEV, b, SWA_MUTANT_NONE, lse, plan_cuda, sizeof plan_cuda, &err);
     cr_assert_eq(st, SWA_OK, "%s [%s %s %s hd%d ps%d L%d]: cuda run failed: %s", t->name, b->name,
                  swa_dtype_name(t->dtype), swa_layout_name(t->layout), t->head_dim, t->page_size, t->window_left,
                  err.message);
@@ -266,7 +269,7 @@ static void check_mutant(const gpu_mutant_case *k)
     fx f;
     shape_setup(&f, t, k->graph, k->graph ? 1 : 0);
     swa_error err = {0};
-    swa_status st = run_on(&f, &swa_cuda_device_ops, b, k->mutant, lse, NULL, 0, &err);
+    swa_status st = run_on(&f, CUDA_DEV, b, k->mutant, lse, NULL, 0, &err);
     cr_assert_eq(st, SWA_OK, "mutant %s on %s [%s]: cuda run failed: %s", name, t->name, b->name, err.message);
     double tol = gpu_tol(t->dtype);
     long gpu_bad = fx_out_mismatches(&f, tol, tol, NULL);
@@ -341,31 +344,31 @@ Test(gpu_mutants, each_behaves_as_in_the_host_emulation)
 Test(gpu_device, describe_and_plan_mismatch_errors)
 {
     char buf[256];
-    swa_cuda_device_ops.describe(buf, sizeof buf);
+    CUDA_DEV->describe(buf, sizeof buf);
     cr_expect(strstr(buf, "SMs") != NULL, "describe() should name the SM count: %s", buf);
-    cr_expect_gt(swa_cuda_device_ops.num_sms(), 0, "num_sms() of a present device");
+    cr_expect_gt(CUDA_DEV->num_sms(), 0, "num_sms() of a present device");
 
     /* a plan for other heads than the uploaded inputs: a clear error, no fault */
     const gpu_shape *t = &decode_shapes[1];
     fx f;
     shape_setup(&f, t, false, 0);
-    swa_plan_opts o = {.device = &swa_cuda_device_ops};
+    swa_plan_opts o = {.device = CUDA_DEV};
     swa_decode_fa2_plan *p = NULL;
     swa_error err = {0};
     cr_assert_eq(swa_decode_fa2_plan_build(&f.c, &f.in.paged, f.c.num_requests, &o, &p, &err), SWA_OK, "%s",
                  err.message);
     void *dev = NULL;
-    cr_assert_eq(swa_cuda_device_ops.upload(&f.in, &dev, &err), SWA_OK, "%s", err.message);
+    cr_assert_eq(CUDA_DEV->upload(&f.in, &dev, &err), SWA_OK, "%s", err.message);
     p->num_qo_heads *= 2;
-    swa_status st = swa_cuda_device_ops.decode_fa2(p, dev, &f.o, false, &err);
+    swa_status st = CUDA_DEV->decode_fa2(p, dev, &f.o, false, &err);
     cr_expect_eq(st, SWA_ERR_INVALID, "mismatched plan should be SWA_ERR_INVALID, got %d (%s)", st, err.message);
     cr_expect(strstr(err.message, "does not match") != NULL, "message should say what differs: %s", err.message);
     p->num_qo_heads /= 2;
     /* and the device is still usable afterwards */
-    cr_expect_eq(swa_cuda_device_ops.decode_fa2(p, dev, &f.o, true, &err), SWA_OK, "%s", err.message);
+    cr_expect_eq(CUDA_DEV->decode_fa2(p, dev, &f.o, true, &err), SWA_OK, "%s", err.message);
     double tol = gpu_tol(t->dtype);
     cr_expect_eq(fx_out_mismatches(&f, tol, tol, NULL), 0, "run after a rejected plan");
-    swa_cuda_device_ops.release(dev);
+    CUDA_DEV->release(dev);
     swa_decode_fa2_plan_free(p);
     fx_teardown(&f);
 }
@@ -384,8 +387,8 @@ static int probe_device(char *why, size_t n)
         return -1;
     if (pid == 0) {
         close(fds[0]);
-        char msg[256] = "";
-        bool ok = swa_cuda_device_ops.available(msg, sizeof msg);
+        char msg[256] = "this swadiff was built without the CUDA device";
+        bool ok = CUDA_DEV && CUDA_DEV->available(msg, sizeof msg);
         if (!ok && write(fds[1], msg, strlen(msg)) < 0)
             _exit(2);
         _exit(ok ? 0 : 1);

@@ -16,9 +16,13 @@
  * Returns 0, 3 on a CUDA or check failure, 77 without a device, 2 on usage. */
 #include "cuda_internal.cuh"
 #include "../backend.h"
+extern "C" { /* the plan builders' headers are plain C */
 #include "../decode_aiter.h"
 #include "../decode_fa2.h"
 #include "../prefill.h"
+}
+
+extern "C" const swa_device_ops swa_cuda_device_ops; /* cuda_device.cu */
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -169,7 +173,8 @@ static swa_status bench_set_build(bench_set *s, const swa_case *c, uint64_t seed
     for (int i = 0; i < used; i++) kv->indices[i] = i;
     uint64_t st = seed;
     for (int i = used - 1; i > 0; i--) {
-        int j = (int)(swa_splitmix64(&st) % (uint64_t)(i + 1));
+        st = st * 6364136223846793005ull + 1442695040888963407ull; /* LCG: page order only */
+        int j = (int)((st >> 33) % (uint64_t)(i + 1));
         int t = kv->indices[i];
         kv->indices[i] = kv->indices[j];
         kv->indices[j] = t;
