@@ -250,6 +250,28 @@ Test(gpu_decode, fa2_graph_replay_with_larger_batch)
 }
 
 /* -------------------------------------------------------------------------
+ * kernel variants (backends/cuda tuning knobs): the same checks with
+ * 32 rows per warp for 128-row prefill tiles and 2-warp decode CTAs */
+
+void swa_cuda_set_tuning(int prefill_rows_per_warp, int decode_warps); /* backends/cuda/cuda_device.cu */
+
+Test(gpu_variants, prefill_two_m_tiles_per_warp)
+{
+    swa_cuda_set_tuning(32, 0);
+    for (size_t n = 0; n < N_ELEMS(prefill_shapes); n++)
+        check_shape(&prefill_shapes[n], &swa_backend_prefill, false, 0);
+}
+
+Test(gpu_variants, decode_two_warps)
+{
+    swa_cuda_set_tuning(0, 2);
+    for (size_t n = 0; n < N_ELEMS(decode_shapes); n++) {
+        check_shape(&decode_shapes[n], &swa_backend_decode_fa2, false, 0);
+        check_shape(&decode_shapes[n], &swa_backend_decode_aiter, false, 0);
+    }
+}
+
+/* -------------------------------------------------------------------------
  * mutants: on the GPU each kernel-level mutant must break the case the host
  * emulation's breaks, the same way */
 
@@ -319,7 +341,7 @@ static const gpu_mutant_case mutant_cases[] = {
     {SWA_MUTANT_LEFT_BOUND_MINUS1, FA2, {"decode L31", 3, {0}, {100, 700, 33}, 8, 2, 128, 16, 31, FP16}},
     {SWA_MUTANT_SOFTCAP_COMPILED_OUT, FA2, {"decode cap 2", 2, {0}, {300, 65}, 8, 2, 128, 16, 64, BF16, NHD, PAGED, false, 2}},
     {SWA_MUTANT_LSE_WRONG_BASE, FA2, {"decode L31", 3, {0}, {100, 700, 33}, 8, 2, 128, 16, 31, FP16}},
-    {SWA_MUTANT_LSE_MERGE_DROPPED, FA2, {"decode split", 1, {0}, {20000}, 8, 2, 128, 16, -1, FP16}},
+    {SWA_MUTANT_LSE_MERGE_DROPPED, FA2, {"decode split uneven", 2, {0}, {1000, 510}, 8, 2, 128, 16, -1, FP16}},
     {SWA_MUTANT_GQA_MOD_MAPPING, FA2, {"decode GQA 8/2", 3, {0}, {100, 700, 33}, 8, 2, 128, 16, 31, FP16}},
     {SWA_MUTANT_FOREIGN_PAGE_READ, FA2, {"decode foreign page", 3, {0}, {100, 700, 33}, 8, 2, 128, 16, -1, FP16}},
     {SWA_MUTANT_WINDOW_PAGE_CROSS, FA2, {"decode page cross", 3, {0}, {100, 700, 37}, 8, 2, 128, 16, 31, FP16}},

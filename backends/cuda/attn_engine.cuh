@@ -117,6 +117,16 @@ template <int D> __device__ __forceinline__ int swa_swz(int row, int chunk)
     return row * D + ((chunk ^ (row & 7)) << 3);
 }
 
+/* t / page_size and t % page_size, by shift when page_size is a power of two */
+__device__ __forceinline__ int swa_page_div(int t, int page_size, int shift)
+{
+    return shift >= 0 ? t >> shift : t / page_size;
+}
+__device__ __forceinline__ int swa_page_mod(int t, int page_size, int shift)
+{
+    return shift >= 0 ? t & (page_size - 1) : t % page_size;
+}
+
 /* Per-row facts the problem class provides. */
 struct swa_row_info {
     bool valid;
@@ -124,37 +134,46 @@ struct swa_row_info {
     int lo, hi;       /* visible keys: lo <= k <= hi (before the KV range bound) */
 };
 
-/* Shape of one engine configuration. */
-template <int D_, int WR_, int WK_> struct swa_engine_cfg {
-    static constexpr int D = D_, WR = WR_, WK = WK_;
-    static constexpr int NW = WR * WK, THREADS = NW * SWA_WARP_SIZE, ROWS = WR * 16;
-    /* keys per warp per tile: prefill 64 (32 for D=256, registers), decode 16 */
-    static constexpr int NT = WK > 1 ? 16 : (D > 128 ? 32 : 64);
+/* Shape of one engine configuration: WR row groups x WK key splits of
+ * warps, MT m-tiles (16 rows each) per warp. */
+template <int D_, int WR_, int WK_, int MT_ = 1> struct swa_engine_cfg {
+    static constexpr int D = D_, WR = WR_, WK = WK_, MT = MT_;
+    static constexpr int NW = WR * WK, THREADS = NW * SWA_WARP_SIZE, ROWS = WR * 16 * MT;
+    /* keys per warp per tile: decode 16; prefill 64, or 32 where the
+     * accumulators need the registers (D = 256, two m-tiles) */
+    static constexpr int NT = WK > 1 ? 16 : (D * MT > 128 ? 32 : 64);
     static constexpr int TK = NT * WK;
     static constexpr int STAGES = (D > 128) ? 2 : 3;
-    static constexpr bool Q_IN_REGS = D <= 128;
+    static constexpr bool Q_IN_REGS = D * MT <= 128;
     static constexpr int Q_BYTES = ROWS * D * 2;
     static constexpr int STAGE_BYTES = 2 * TK * D * 2;
-    static constexpr int EPI_BYTES = NW * 16 * D * 4 + 2 * NW * 16 * 4;
+    static constexpr int EPI_STRIDE = D + 8; /* floats; the pad spreads the quad's rows over the banks */
+    static constexpr int EPI_BYTES = NW * 16 * MT * EPI_STRIDE * 4 + 2 * NW * 16 * MT * 4;
     static constexpr int RING_BYTES = STAGES * STAGE_BYTES;
     static constexpr int SMEM_BYTES = Q_BYTES + (RING_BYTES > EPI_BYTES ? RING_BYTES : EPI_BYTES);
+    static constexpr int CHUNKS = D / 8;                       /* 16-byte chunks per row */
+    static constexpr int LOADS = TK * CHUNKS / THREADS;         /* K (and V) chunks per thread per tile */
+    static_assert(THREADS % CHUNKS == 0 && (TK * CHUNKS) % THREADS == 0, "tile loads must split evenly");
 };
 
 /* ---------------------------------------------------------------------------
  * The engine.  Prob: constructed from the params, init() decodes the CTA's
- * work (false: nothing to do), then row()/token_offset()/write_row(). */
+ * work (false: nothing to do), then row(), lookup(t) (the page-table read
+ * for key t, issued one tile ahead so its latency hides behind a tile of
+ * math), offset(looked_up, t), write_row(). */
 template <class Cfg, typename T, class Prob>
 __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
 {
-    constexpr int D = Cfg::D, WK = Cfg::WK, NT = Cfg::NT, TK = Cfg::TK;
-    constexpr int STAGES = Cfg::STAGES, THREADS = Cfg::THREADS, CHUNKS = D / 8;
+    constexpr int D = Cfg::D, WK = Cfg::WK, MT = Cfg::MT, NT = Cfg::NT, TK = Cfg::TK;
+    constexpr int STAGES = Cfg::STAGES, THREADS = Cfg::THREADS, CHUNKS = Cfg::CHUNKS, LOADS = Cfg::LOADS;
+    constexpr int ES = Cfg::EPI_STRIDE;
     typedef swa_dt<T> dt;
 
     T *sQ = reinterpret_cast<T *>(smem);
     T *sRing = reinterpret_cast<T *>(smem + Cfg::Q_BYTES);
     float *sEpiO = reinterpret_cast<float *>(smem + Cfg::Q_BYTES);
-    float *sEpiM = sEpiO + Cfg::NW * 16 * D;
-    float *sEpiD = sEpiM + Cfg::NW * 16;
+    float *sEpiM = sEpiO + Cfg::NW * 16 * MT * ES;
+    float *sEpiD = sEpiM + Cfg::NW * 16 * MT;
 
     const int tid = threadIdx.x, lane = tid % SWA_WARP_SIZE, warp = tid / SWA_WARP_SIZE;
     const int wr = warp / WK, wk = warp % WK;
@@ -175,45 +194,64 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
     const int kv_begin = prob.kv_begin, kv_end = prob.kv_end;
     const int num_tiles = kv_end > kv_begin ? (kv_end - kv_begin + TK - 1) / TK : 0;
 
-    auto load_tile = [&](int tile, int stage) {
+    /* this thread's loads: chunk c of keys j0 + it * (THREADS / CHUNKS) */
+    const int ld_c = tid % CHUNKS, ld_j0 = tid / CHUNKS;
+    int looked[LOADS];
+    auto lookup_tile = [&](int tile) {
+        const int t0 = kv_begin + tile * TK + ld_j0;
+#pragma unroll
+        for (int it = 0; it < LOADS; it++) {
+            int t = t0 + it * (THREADS / CHUNKS);
+            looked[it] = (tile < num_tiles && t < kv_end) ? prob.lookup(t) : -1;
+        }
+    };
+    auto issue_tile = [&](int tile, int stage) {
         T *sK = sRing + stage * (2 * TK * D);
         T *sV = sK + TK * D;
-        const int t0 = kv_begin + tile * TK;
+        const int t0 = kv_begin + tile * TK + ld_j0;
 #pragma unroll
-        for (int it = 0; it < (TK * CHUNKS + THREADS - 1) / THREADS; it++) {
-            int idx = tid + it * THREADS;
-            if ((TK * CHUNKS) % THREADS != 0 && idx >= TK * CHUNKS) break;
-            int j = idx / CHUNKS, c = idx % CHUNKS;
-            int t = t0 + j;
-            bool valid = t < kv_end;
-            long long off = valid ? prob.token_offset(t) + c * 8 : 0;
-            swa_cp_async16(sK + swa_swz<D>(j, c), kg + off, valid);
-            swa_cp_async16(sV + swa_swz<D>(j, c), vg + off, valid);
+        for (int it = 0; it < LOADS; it++) {
+            int j = ld_j0 + it * (THREADS / CHUNKS), t = t0 + it * (THREADS / CHUNKS);
+            bool valid = looked[it] >= 0;
+            long long off = valid ? prob.offset(looked[it], t) + ld_c * 8 : 0;
+            swa_cp_async16(sK + swa_swz<D>(j, ld_c), kg + off, valid);
+            swa_cp_async16(sV + swa_swz<D>(j, ld_c), vg + off, valid);
         }
     };
 
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
-        if (s < num_tiles) load_tile(s, s);
+        if (s < num_tiles) {
+            lookup_tile(s);
+            issue_tile(s, s);
+        }
         swa_cp_async_commit();
     }
+    lookup_tile(STAGES - 1);
 
-    /* my two rows: g and g+8 of my warp's 16 */
-    const int row0 = wr * 16 + g;
-    int lo[2], hi[2];
-    {
-        swa_row_info a = prob.row(row0), b = prob.row(row0 + 8);
-        lo[0] = a.lo; hi[0] = min(a.hi, kv_end - 1);
-        lo[1] = b.lo; hi[1] = min(b.hi, kv_end - 1);
+    /* my rows: g and g+8 of each of my m-tiles */
+    int lo[2 * MT], hi[2 * MT];
+#pragma unroll
+    for (int r = 0; r < 2 * MT; r++) {
+        swa_row_info ri = prob.row(wr * 16 * MT + (r / 2) * 16 + g + (r % 2) * 8);
+        lo[r] = ri.lo;
+        hi[r] = min(ri.hi, kv_end - 1);
     }
     const float masked_low = prob.masked_low_logit(); /* base-2 logit of a window-masked key */
     const float cap = prob.soft_cap;
     const float scale2 = prob.sm_scale * SWA_LOG2E;
 
-    float o[D / 8][4];
+    float o[MT][D / 8][4];
 #pragma unroll
-    for (int i = 0; i < D / 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
-    float m[2] = {-CUDART_INF_F, -CUDART_INF_F}, dsum[2] = {0.f, 0.f};
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int i = 0; i < D / 8; i++) o[mt][i][0] = o[mt][i][1] = o[mt][i][2] = o[mt][i][3] = 0.f;
+    float m[2 * MT], dsum[2 * MT];
+#pragma unroll
+    for (int r = 0; r < 2 * MT; r++) {
+        m[r] = -CUDART_INF_F;
+        dsum[r] = 0.f;
+    }
 
     uint32_t qf[Cfg::Q_IN_REGS ? D / 16 : 1][4];
 
@@ -228,7 +266,7 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
         xo_a[i] = (uint32_t)(((2 * i + (mi >> 1)) ^ (lane & 7)) * 16);
         xo_b[i] = (uint32_t)(((2 * i + (mi & 1)) ^ (lane & 7)) * 16);
     }
-    const uint32_t q_lane = swa_smem_addr(sQ) + (uint32_t)((wr * 16 + (mi & 1) * 8 + lane % 8) * D * 2);
+    const uint32_t q_lane = swa_smem_addr(sQ) + (uint32_t)((wr * 16 * MT + (mi & 1) * 8 + lane % 8) * D * 2);
     const uint32_t ring_addr = swa_smem_addr(sRing);
     const uint32_t k_row_off = (uint32_t)((wk * NT + (mi >> 1) * 8 + lane % 8) * D * 2);
     const uint32_t v_row_off = (uint32_t)((wk * NT + (mi & 1) * 8 + lane % 8) * D * 2);
@@ -236,8 +274,9 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
     for (int tile = 0; tile < num_tiles; tile++) {
         {
             int nt = tile + STAGES - 1;
-            if (nt < num_tiles) load_tile(nt, nt % STAGES);
+            if (nt < num_tiles) issue_tile(nt, nt % STAGES);
             swa_cp_async_commit();
+            lookup_tile(nt + 1); /* consumed next iteration */
         }
         swa_cp_async_wait<STAGES - 1>();
         __syncthreads();
@@ -250,55 +289,68 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
 
         const uint32_t stage_addr = ring_addr + (tile % STAGES) * Cfg::STAGE_BYTES;
         const uint32_t k_lane = stage_addr + k_row_off, v_lane = stage_addr + TK * D * 2 + v_row_off;
-        const int tok0 = wk * NT; /* my keys inside the tile */
-        const int key0 = kv_begin + tile * TK + tok0;
+        const int key0 = kv_begin + tile * TK + wk * NT; /* my first key of the tile */
 
-        float s[NT / 8][4];
+        float s[MT][NT / 8][4];
 #pragma unroll
-        for (int i = 0; i < NT / 8; i++) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int i = 0; i < NT / 8; i++) s[mt][i][0] = s[mt][i][1] = s[mt][i][2] = s[mt][i][3] = 0.f;
 #pragma unroll
         for (int ks = 0; ks < D / 16; ks++) {
-            uint32_t a[4];
-            if (Cfg::Q_IN_REGS) {
+            uint32_t a[MT][4];
 #pragma unroll
-                for (int e = 0; e < 4; e++) a[e] = qf[Cfg::Q_IN_REGS ? ks : 0][e];
-            } else {
-                swa_ldsm_x4(a, q_lane + (ks / 4) * 128 + xo_a[ks % 4]);
+            for (int mt = 0; mt < MT; mt++) {
+                if (Cfg::Q_IN_REGS) {
+#pragma unroll
+                    for (int e = 0; e < 4; e++) a[mt][e] = qf[Cfg::Q_IN_REGS ? ks : 0][e];
+                } else {
+                    swa_ldsm_x4(a[mt], q_lane + mt * 16 * D * 2 + (ks / 4) * 128 + xo_a[ks % 4]);
+                }
             }
 #pragma unroll
             for (int np = 0; np < NT / 16; np++) {
                 uint32_t b[4];
                 swa_ldsm_x4(b, k_lane + np * 16 * D * 2 + (ks / 4) * 128 + xo_b[ks % 4]);
-                dt::mma(s[2 * np], a, b[0], b[1]);
-                dt::mma(s[2 * np + 1], a, b[2], b[3]);
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    dt::mma(s[mt][2 * np], a[mt], b[0], b[1]);
+                    dt::mma(s[mt][2 * np + 1], a[mt], b[2], b[3]);
+                }
             }
         }
 
-        /* logits -> base-2 domain, masked */
-        const bool full = (key0 >= lo[0] && key0 + NT - 1 <= hi[0] && key0 >= lo[1] && key0 + NT - 1 <= hi[1]);
+        /* logits -> base-2 domain, masked (skipped when the whole warp's
+         * rows see every key of the tile) */
+        bool full = true;
+#pragma unroll
+        for (int r = 0; r < 2 * MT; r++) full = full && key0 >= lo[r] && key0 + NT - 1 <= hi[r];
         const bool warp_full = swa_all_sync(full);
 #pragma unroll
-        for (int nt = 0; nt < NT / 8; nt++) {
+        for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                float x = s[nt][e];
-                if (cap > 0.f) x = cap * tanhf(x * prob.sm_scale / cap) * SWA_LOG2E;
-                else x *= scale2;
-                if (!warp_full) {
-                    int r = e >> 1, key = key0 + nt * 8 + 2 * t4 + (e & 1);
-                    if (key > hi[r]) x = -CUDART_INF_F;
-                    else if (key < lo[r]) x = masked_low;
+            for (int nt = 0; nt < NT / 8; nt++) {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    float x = s[mt][nt][e];
+                    if (cap > 0.f) x = cap * tanhf(x * prob.sm_scale / cap) * SWA_LOG2E;
+                    else x *= scale2;
+                    if (!warp_full) {
+                        int r = mt * 2 + (e >> 1), key = key0 + nt * 8 + 2 * t4 + (e & 1);
+                        if (key > hi[r]) x = -CUDART_INF_F;
+                        else if (key < lo[r]) x = masked_low;
+                    }
+                    s[mt][nt][e] = x;
                 }
-                s[nt][e] = x;
             }
-        }
 
-        /* online softmax, two rows per thread; the quad (4 lanes) shares a row */
+        /* online softmax; the quad (4 lanes) shares a row */
 #pragma unroll
-        for (int r = 0; r < 2; r++) {
+        for (int r = 0; r < 2 * MT; r++) {
+            const int mt = r / 2, h = r % 2;
             float mx = -CUDART_INF_F;
 #pragma unroll
-            for (int nt = 0; nt < NT / 8; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
+            for (int nt = 0; nt < NT / 8; nt++) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
             mx = fmaxf(mx, swa_shfl_xor(mx, 1));
             mx = fmaxf(mx, swa_shfl_xor(mx, 2));
             float m_new = fmaxf(m[r], mx);
@@ -308,32 +360,38 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
             float rs = 0.f;
 #pragma unroll
             for (int nt = 0; nt < NT / 8; nt++) {
-                s[nt][2 * r] = swa_exp2(s[nt][2 * r] - m_use);
-                s[nt][2 * r + 1] = swa_exp2(s[nt][2 * r + 1] - m_use);
-                rs += s[nt][2 * r] + s[nt][2 * r + 1];
+                s[mt][nt][2 * h] = swa_exp2(s[mt][nt][2 * h] - m_use);
+                s[mt][nt][2 * h + 1] = swa_exp2(s[mt][nt][2 * h + 1] - m_use);
+                rs += s[mt][nt][2 * h] + s[mt][nt][2 * h + 1];
             }
             dsum[r] = dsum[r] * corr + rs;
 #pragma unroll
             for (int dn = 0; dn < D / 8; dn++) {
-                o[dn][2 * r] *= corr;
-                o[dn][2 * r + 1] *= corr;
+                o[mt][dn][2 * h] *= corr;
+                o[mt][dn][2 * h + 1] *= corr;
             }
         }
 
         /* O += P V */
 #pragma unroll
         for (int kk = 0; kk < NT / 16; kk++) {
-            uint32_t a[4];
-            a[0] = dt::pack(s[2 * kk][0], s[2 * kk][1]);
-            a[1] = dt::pack(s[2 * kk][2], s[2 * kk][3]);
-            a[2] = dt::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-            a[3] = dt::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+            uint32_t a[MT][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                a[mt][0] = dt::pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+                a[mt][1] = dt::pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+                a[mt][2] = dt::pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+                a[mt][3] = dt::pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+            }
 #pragma unroll
             for (int dp = 0; dp < D / 16; dp++) {
                 uint32_t b[4];
                 swa_ldsm_x4_trans(b, v_lane + kk * 16 * D * 2 + (dp / 4) * 128 + xo_a[dp % 4]);
-                dt::mma(o[2 * dp], a, b[0], b[1]);
-                dt::mma(o[2 * dp + 1], a, b[2], b[3]);
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    dt::mma(o[mt][2 * dp], a[mt], b[0], b[1]);
+                    dt::mma(o[mt][2 * dp + 1], a[mt], b[2], b[3]);
+                }
             }
         }
         __syncthreads(); /* the stage is refilled next iteration */
@@ -343,45 +401,48 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
 
     /* row sums live spread over the quad */
 #pragma unroll
-    for (int r = 0; r < 2; r++) {
+    for (int r = 0; r < 2 * MT; r++) {
         dsum[r] += swa_shfl_xor(dsum[r], 1);
         dsum[r] += swa_shfl_xor(dsum[r], 2);
     }
 
     /* epilogue: every warp's (m, d, O) to shared, then combine the WK key
      * splits and write through the problem class, 8 dims per step */
-    float *myO = sEpiO + warp * 16 * D;
 #pragma unroll
-    for (int dn = 0; dn < D / 8; dn++) {
-        int col = dn * 8 + 2 * t4;
-        myO[g * D + col] = o[dn][0];
-        myO[g * D + col + 1] = o[dn][1];
-        myO[(g + 8) * D + col] = o[dn][2];
-        myO[(g + 8) * D + col + 1] = o[dn][3];
-    }
-    if (t4 == 0) {
-        sEpiM[warp * 16 + g] = m[0];
-        sEpiM[warp * 16 + g + 8] = m[1];
-        sEpiD[warp * 16 + g] = dsum[0];
-        sEpiD[warp * 16 + g + 8] = dsum[1];
+    for (int mt = 0; mt < MT; mt++) {
+        float *myO = sEpiO + (warp * MT + mt) * 16 * ES;
+#pragma unroll
+        for (int dn = 0; dn < D / 8; dn++) {
+            int col = dn * 8 + 2 * t4;
+            *reinterpret_cast<float2 *>(myO + g * ES + col) = make_float2(o[mt][dn][0], o[mt][dn][1]);
+            *reinterpret_cast<float2 *>(myO + (g + 8) * ES + col) = make_float2(o[mt][dn][2], o[mt][dn][3]);
+        }
+        if (t4 == 0) {
+            sEpiM[(warp * MT + mt) * 16 + g] = m[2 * mt];
+            sEpiM[(warp * MT + mt) * 16 + g + 8] = m[2 * mt + 1];
+            sEpiD[(warp * MT + mt) * 16 + g] = dsum[2 * mt];
+            sEpiD[(warp * MT + mt) * 16 + g + 8] = dsum[2 * mt + 1];
+        }
     }
     __syncthreads();
 
+    /* CTA row `row` = row group rw, m-tile, row in tile; the WK warps of the
+     * row group hold its key-split states */
     for (int idx = tid; idx < Cfg::ROWS * CHUNKS; idx += THREADS) {
         int row = idx / CHUNKS, c = idx % CHUNKS;
-        int rw = row / 16, rr = row % 16;
+        int rw = row / (16 * MT), mt = (row / 16) % MT, rr = row % 16;
         float mmax = -CUDART_INF_F;
 #pragma unroll
-        for (int w = 0; w < WK; w++) mmax = fmaxf(mmax, sEpiM[(rw * WK + w) * 16 + rr]);
+        for (int w = 0; w < WK; w++) mmax = fmaxf(mmax, sEpiM[((rw * WK + w) * MT + mt) * 16 + rr]);
         float m_use = mmax == -CUDART_INF_F ? 0.f : mmax;
         float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
         float den = 0.f;
 #pragma unroll
         for (int w = 0; w < WK; w++) {
-            int ws = (rw * WK + w) * 16 + rr;
-            float wgt = swa_exp2(sEpiM[ws] - m_use);
+            int ws = ((rw * WK + w) * MT + mt) * 16 + rr;
+            float wgt = WK == 1 ? 1.f : swa_exp2(sEpiM[ws] - m_use);
             den += sEpiD[ws] * wgt;
-            const float *src = sEpiO + ws * D + c * 8;
+            const float *src = sEpiO + ws * ES + c * 8;
 #pragma unroll
             for (int e = 0; e < 8; e++) acc[e] += src[e] * wgt;
         }
@@ -410,7 +471,10 @@ __device__ __forceinline__ void swa_store8f(float *dst, const float (&v)[8])
 
 /* ---------------------------------------------------------------------------
  * Merge of split-KV partials (prefill and decode_fa2): one warp per output
- * (row, head); partial k of the row sits at slot base + k * stride.
+ * (row, head); partial k of the row sits at slot base + k * stride.  The
+ * arithmetic mirrors the host emulation's merge (host_attend.h) step for
+ * step, including what happens to empty (-inf) and NaN partials: weights
+ * 2^(lse - lse_max), zero-weight partials skipped, no partial -> 0 / -inf.
  * LSE_MERGE_DROPPED (mutant build only) averages the partial outputs. */
 template <typename T, int D, bool MUT>
 __device__ __forceinline__ void swa_merge_row(const float *o_part, const float *lse_part, int num_heads,
@@ -418,35 +482,37 @@ __device__ __forceinline__ void swa_merge_row(const float *o_part, const float *
                                               T *out_row, float *lse_out, int mutant, int lane)
 {
     constexpr int PER = D / SWA_WARP_SIZE; /* 2, 4 or 8 dims per lane */
+    const swa_mutant m = MUT ? (swa_mutant)mutant : SWA_MUTANT_NONE;
     float lmax = -CUDART_INF_F;
-    for (int k = 0; k < n; k++)
-        lmax = fmaxf(lmax, lse_part[(size_t)(slot_base + k * slot_stride) * num_heads + head]);
-    float l_use = lmax == -CUDART_INF_F ? 0.f : lmax;
+    for (int k = 0; k < n; k++) {
+        float l = lse_part[(size_t)(slot_base + k * slot_stride) * num_heads + head];
+        if (l > lmax) lmax = l;
+    }
     float acc[PER];
 #pragma unroll
     for (int e = 0; e < PER; e++) acc[e] = 0.f;
-    float den = 0.f;
-    const bool dropped = MUT && mutant == SWA_MUTANT_LSE_MERGE_DROPPED;
-    for (int k = 0; k < n; k++) {
-        size_t slot = (size_t)(slot_base + k * slot_stride) * num_heads + head;
-        float w = dropped ? 1.f : swa_exp2(lse_part[slot] - l_use);
-        den += w;
-        const float *src = o_part + slot * D + lane * PER;
+    float wsum = 0.f;
+    if (lmax != -CUDART_INF_F) {
+        for (int k = 0; k < n; k++) {
+            size_t slot = (size_t)(slot_base + k * slot_stride) * num_heads + head;
+            float w_true = swa_merge_weight(lse_part[slot], lmax);
+            float w = m == SWA_MUTANT_LSE_MERGE_DROPPED ? 1.0f / (float)n : w_true;
+            wsum += w_true;
+            if (w == 0.0f) continue;
+            const float *src = o_part + slot * D + lane * PER;
 #pragma unroll
-        for (int e = 0; e < PER; e++) acc[e] += src[e] * w;
+            for (int e = 0; e < PER; e++) acc[e] += w * src[e];
+        }
     }
-    float inv = den > 0.f ? 1.f / den : 0.f;
+    float inv = (m == SWA_MUTANT_LSE_MERGE_DROPPED || wsum == 0.0f) ? 1.0f : 1.0f / wsum;
 #pragma unroll
     for (int e = 0; e < PER; e += 2) {
-        uint32_t u = swa_dt<T>::pack(acc[e] * inv, acc[e + 1] * inv);
-        *reinterpret_cast<uint32_t *>(out_row + lane * PER + e) = u;
+        float a = lmax == -CUDART_INF_F ? 0.f : acc[e] * inv, b = lmax == -CUDART_INF_F ? 0.f : acc[e + 1] * inv;
+        *reinterpret_cast<uint32_t *>(out_row + lane * PER + e) = swa_dt<T>::pack(a, b);
     }
     if (lse_out && lane == 0) {
-        float den_true = 0.f;
-        for (int k = 0; k < n; k++)
-            den_true += swa_exp2(lse_part[(size_t)(slot_base + k * slot_stride) * num_heads + head] - l_use);
-        float l = den_true > 0.f ? l_use + log2f(den_true) : -CUDART_INF_F;
-        *lse_out = swa_lse_store_value(l, MUT ? (swa_mutant)mutant : SWA_MUTANT_NONE);
+        float l = lmax == -CUDART_INF_F ? -CUDART_INF_F : lmax + log2f(wsum);
+        *lse_out = swa_lse_store_value(l, m);
     }
 }
 

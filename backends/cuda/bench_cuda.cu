@@ -76,6 +76,7 @@ typedef struct bench_shape {
     bool causal;
     const char *target_text;
     double target;       /* GB/s (decode) or TFLOP/s (prefill) */
+    int rows_per_warp, decode_warps; /* kernel variant (swa_cuda_tuning), 0 = default */
 } bench_shape;
 
 typedef struct bench_result {
@@ -482,19 +483,21 @@ static swa_status bench_copy_bandwidth(double *tbps, swa_error *err)
 #define CEIL_FA2_PREFILL_TFLOPS 327.0
 #define CEIL_CUDNN_PREFILL_TFLOPS 609.0
 
+#define FA2_B64 "decode_fa2", 64, 1, 4096, 32, 8, 128, 16
+#define AIT_B64 "decode_aiter", 64, 1, 4096, 32, 8, 128, 16
+#define PF_8K "prefill", 1, 8192, 8192, 32, 8, 128, 16
 static const bench_shape bench_shapes[] = {
-    {"decode_fa2 b64 kv4096 32/8 hd128 fp16 p16", "decode_fa2", 64, 1, 4096, 32, 8, 128, 16, -1, true,
-     ">= 3.5 TB/s", 3500},
-    {"decode_aiter b64 kv4096 32/8 hd128 fp16 p16", "decode_aiter", 64, 1, 4096, 32, 8, 128, 16, -1, true,
-     ">= 3.0 TB/s", 3000},
-    {"decode_fa2 L1023 b64 kv4096 32/8 hd128 fp16 p16", "decode_fa2", 64, 1, 4096, 32, 8, 128, 16, 1023, true,
-     ">= 3.0 TB/s of window bytes", 3000},
-    {"decode_aiter S1024 b64 kv4096 32/8 hd128 fp16 p16", "decode_aiter", 64, 1, 4096, 32, 8, 128, 16, 1023, true,
-     "(none)", 0},
-    {"prefill causal 8192 32/8 hd128 fp16 p16", "prefill", 1, 8192, 8192, 32, 8, 128, 16, -1, true,
-     ">= 200 TFLOP/s", 200},
-    {"prefill causal L1023 8192 32/8 hd128 fp16 p16", "prefill", 1, 8192, 8192, 32, 8, 128, 16, 1023, true,
-     "(none; flex_attention 307)", 0},
+    {"decode_fa2 b64 kv4096 32/8 hd128 p16 [4 warps]", FA2_B64, -1, true, ">= 3.5 TB/s", 3500, 0, 4},
+    {"decode_fa2 b64 kv4096 32/8 hd128 p16 [2 warps]", FA2_B64, -1, true, ">= 3.5 TB/s", 3500, 0, 2},
+    {"decode_aiter b64 kv4096 32/8 hd128 p16 [4 warps]", AIT_B64, -1, true, ">= 3.0 TB/s", 3000, 0, 4},
+    {"decode_aiter b64 kv4096 32/8 hd128 p16 [2 warps]", AIT_B64, -1, true, ">= 3.0 TB/s", 3000, 0, 2},
+    {"decode_fa2 L1023 b64 kv4096 [4 warps]", FA2_B64, 1023, true, ">= 3.0 TB/s of window bytes", 3000, 0, 4},
+    {"decode_fa2 L1023 b64 kv4096 [2 warps]", FA2_B64, 1023, true, ">= 3.0 TB/s of window bytes", 3000, 0, 2},
+    {"decode_aiter S1024 b64 kv4096 [2 warps]", AIT_B64, 1023, true, "(none)", 0, 0, 2},
+    {"prefill causal 8192 32/8 hd128 p16 [16 rows/warp]", PF_8K, -1, true, ">= 200 TFLOP/s", 200, 16, 0},
+    {"prefill causal 8192 32/8 hd128 p16 [32 rows/warp]", PF_8K, -1, true, ">= 200 TFLOP/s", 200, 32, 0},
+    {"prefill causal L1023 8192 [16 rows/warp]", PF_8K, 1023, true, "(none; flex_attention 307)", 0, 16, 0},
+    {"prefill causal L1023 8192 [32 rows/warp]", PF_8K, 1023, true, "(none; flex_attention 307)", 0, 32, 0},
 };
 
 static int bench_usage(FILE *f)
@@ -556,6 +559,8 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
         if (only && !strstr(b->name, only)) continue;
         bench_result res;
         swa_error e = {SWA_OK, ""};
+        swa_cuda_tune.prefill_rows_per_warp = b->rows_per_warp;
+        swa_cuda_tune.decode_warps = b->decode_warps;
         swa_status st = bench_run_shape(b, iters, &res, &e);
         cJSON *item = cJSON_CreateObject();
         cJSON_AddStringToObject(item, "name", b->name);
@@ -570,6 +575,8 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
         cJSON_AddNumberToObject(shape, "page_size", b->page_size);
         cJSON_AddNumberToObject(shape, "window_left", b->window_left);
         cJSON_AddStringToObject(shape, "dtype", "fp16");
+        cJSON_AddNumberToObject(item, "rows_per_warp", b->rows_per_warp);
+        cJSON_AddNumberToObject(item, "decode_warps", b->decode_warps);
         cJSON_AddItemToArray(arr, item);
         if (st != SWA_OK) {
             printf("%-50s FAILED: %s\n", b->name, e.message);

@@ -29,6 +29,14 @@ swa_status swa_cuda_fail(swa_error *err, cudaError_t code, const char *stmt, con
                              : "");
 }
 
+swa_cuda_tuning swa_cuda_tune = {0, 0};
+
+extern "C" void swa_cuda_set_tuning(int prefill_rows_per_warp, int decode_warps)
+{
+    swa_cuda_tune.prefill_rows_per_warp = prefill_rows_per_warp;
+    swa_cuda_tune.decode_warps = decode_warps;
+}
+
 const char *swa_cuda_shape_unsupported(swa_dtype dtype, int head_dim, int group_size)
 {
     if (dtype == SWA_DTYPE_FP32) return "cuda kernels run fp16 and bf16 only (fp32 has no mma.sync path here)";

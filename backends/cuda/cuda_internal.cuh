@@ -48,6 +48,7 @@ typedef struct swa_cuda_prefill_params {
     int cta_tile_q, cta_tile_kv, kv_chunk_size;
     int window_left, run_window_left, mutant;
     int sub_tiles;                   /* CTAs per work item: cta_tile_q / rows per CTA */
+    int page_shift;                  /* log2(page_size) when a power of two, else -1 (set by the launcher) */
     bool causal, mask_window, split_kv, ragged, nhd;
     float sm_scale, soft_cap;
 } swa_cuda_prefill_params;
@@ -64,6 +65,7 @@ typedef struct swa_cuda_fa2_params {
     int num_qo_heads, num_kv_heads, group_size, page_size, num_pages;
     int kv_chunk_size, window_left, mutant;
     int row_blocks;                  /* ceil(group_size / 16) */
+    int page_shift;                  /* log2(page_size) when a power of two, else -1 (set by the launcher) */
     bool split_kv, nhd;
     float sm_scale, soft_cap;
     /* mutant OOB_WRITE: oob_bytes of oob_value at oob_at (just past out) */
@@ -80,6 +82,7 @@ typedef struct swa_cuda_aiter_params {
     int num_seqs, num_qo_heads, num_kv_heads, group_size, block_size, num_pages;
     int max_blocks_per_seq, partition_size, max_num_partitions, sliding_window, mutant;
     int row_blocks;
+    int page_shift;                  /* log2(block_size) when a power of two, else -1 (set by the launcher) */
     bool nhd;
     float scale, soft_cap;
 } swa_cuda_aiter_params;
@@ -93,6 +96,26 @@ swa_status swa_cuda_fa2_launch(const swa_cuda_fa2_params *p, swa_dtype dtype, in
                                cudaStream_t stream, swa_error *err);
 swa_status swa_cuda_aiter_launch(const swa_cuda_aiter_params *p, swa_dtype dtype, int head_dim,
                                  cudaStream_t stream, swa_error *err);
+
+/* log2(n) when n is a power of two, else -1: the kernels divide token
+ * indices by the page size with a shift then. */
+static inline int swa_cuda_pow2_shift(int n)
+{
+    if (n <= 0 || (n & (n - 1))) return -1;
+    int s = 0;
+    while ((1 << s) < n) s++;
+    return s;
+}
+
+/* Kernel configuration knobs (defaults chosen from H200 measurements;
+ * the benchmark flips them to compare variants).  0 = default. */
+typedef struct swa_cuda_tuning {
+    int prefill_rows_per_warp; /* 128-row tiles: 16 (two 64-row CTAs) or 32 (one CTA, two m-tiles per warp) */
+    int decode_warps;          /* warps splitting each decode KV tile: 4 (64 keys) or 2 (32 keys) */
+} swa_cuda_tuning;
+extern swa_cuda_tuning swa_cuda_tune; /* cuda_device.cu */
+/* The same knobs for C callers (tests/gpu_test_kernels.c runs every variant). */
+extern "C" void swa_cuda_set_tuning(int prefill_rows_per_warp, int decode_warps);
 
 /* Whether the kernels handle this shape (NULL) or why not. */
 const char *swa_cuda_shape_unsupported(swa_dtype dtype, int head_dim, int group_size);

@@ -75,10 +75,15 @@ template <int D, bool MUT> struct swa_aiter_prob {
         return -CUDART_INF_F;
     }
 
-    __device__ long long token_offset(int t) const
+    __device__ int lookup(int t) const
     {
-        int page = blocks[swa_page_entry(0, num_blocks, t, p.block_size, m)];
-        int slot = t % p.block_size;
+        int entry = MUT ? swa_page_entry(0, num_blocks, t, p.block_size, m)
+                        : swa_page_div(t, p.block_size, p.page_shift);
+        return blocks[entry];
+    }
+    __device__ long long offset(int page, int t) const
+    {
+        int slot = swa_page_mod(t, p.block_size, p.page_shift);
         if (p.nhd) return (((long long)page * p.block_size + slot) * p.num_kv_heads + kvh) * D;
         return (((long long)page * p.num_kv_heads + kvh) * p.block_size + slot) * D;
     }
@@ -106,7 +111,8 @@ __global__ void __launch_bounds__(Cfg::THREADS) swa_aiter_kernel(const swa_cuda_
 }
 
 /* One warp per (seq, qo head): out = sum_j w_j o_j / sum_j w_j with
- * w_j = exp_sum_j * 2^(max_j - max). */
+ * w_j = exp_sum_j * 2^(max_j - max) over the partitions that exist; as the
+ * host emulation's reduce (empty partitions skipped, den <= 0 or NaN -> 0). */
 template <typename T, int D>
 __global__ void __launch_bounds__(128) swa_aiter_reduce_kernel(const swa_cuda_aiter_params p)
 {
@@ -118,36 +124,40 @@ __global__ void __launch_bounds__(128) swa_aiter_reduce_kernel(const swa_cuda_ai
     int ctx = p.context_lens[s];
     int parts = (ctx + p.partition_size - 1) / p.partition_size;
     long long base = ((long long)s * p.num_qo_heads + h) * p.max_num_partitions;
-    float mmax = -CUDART_INF_F;
-    for (int j = 0; j < parts; j++) mmax = fmaxf(mmax, p.max_logits[base + j]);
-    float m_use = mmax == -CUDART_INF_F ? 0.f : mmax;
+    float gmax = -CUDART_INF_F;
+    for (int j = 0; j < parts; j++)
+        if (p.max_logits[base + j] > gmax) gmax = p.max_logits[base + j];
     float acc[PER];
 #pragma unroll
     for (int e = 0; e < PER; e++) acc[e] = 0.f;
     float den = 0.f;
-    for (int j = 0; j < parts; j++) {
-        float w = p.exp_sums[base + j] * swa_exp2(p.max_logits[base + j] - m_use);
+    for (int j = 0; j < parts && gmax != -CUDART_INF_F; j++) {
+        float mj = p.max_logits[base + j];
+        if (mj == -CUDART_INF_F) continue;
+        float w = p.exp_sums[base + j] * exp2f(mj - gmax);
         den += w;
         const float *src = p.tmp_out + (base + j) * D + lane * PER;
 #pragma unroll
-        for (int e = 0; e < PER; e++) acc[e] += src[e] * w;
+        for (int e = 0; e < PER; e++) acc[e] += w * src[e];
     }
-    float inv = den > 0.f ? 1.f / den : 0.f;
     T *out_row = reinterpret_cast<T *>(p.out) + ((long long)s * p.num_qo_heads + h) * D;
 #pragma unroll
-    for (int e = 0; e < PER; e += 2)
-        *reinterpret_cast<uint32_t *>(out_row + lane * PER + e) = swa_dt<T>::pack(acc[e] * inv, acc[e + 1] * inv);
+    for (int e = 0; e < PER; e += 2) {
+        float a = den > 0.f ? acc[e] / den : 0.f, b = den > 0.f ? acc[e + 1] / den : 0.f;
+        *reinterpret_cast<uint32_t *>(out_row + lane * PER + e) = swa_dt<T>::pack(a, b);
+    }
 }
 
 // ----------------------------------------------------------------------------
 // launcher
 
-template <int D, typename T, bool MUT>
-static swa_status swa_aiter_launch_d(const swa_cuda_aiter_params *pp, cudaStream_t stream, swa_error *err)
+template <class Cfg, typename T, bool MUT>
+static swa_status swa_aiter_launch_cfg(const swa_cuda_aiter_params *pp, cudaStream_t stream, swa_error *err)
 {
-    typedef swa_engine_cfg<D, 1, 4> Cfg;
+    constexpr int D = Cfg::D;
     swa_cuda_aiter_params p = *pp;
     p.row_blocks = (p.group_size + 15) / 16;
+    p.page_shift = swa_cuda_pow2_shift(p.block_size);
     if (p.num_seqs <= 0) return SWA_OK;
     if (p.max_num_partitions > 0) {
         auto kernel = swa_aiter_kernel<Cfg, T, MUT>;
@@ -160,6 +170,15 @@ static swa_status swa_aiter_launch_d(const swa_cuda_aiter_params *pp, cudaStream
     swa_aiter_reduce_kernel<T, D><<<(unsigned)((warps + 3) / 4), 128, 0, stream>>>(p);
     SWA_CUDA_TRY_LAUNCH("decode_aiter reduce kernel");
     return SWA_OK;
+}
+
+/* keys of each KV tile split over 4 warps (64 keys) or 2 (32 keys, more CTAs per SM) */
+template <int D, typename T, bool MUT>
+static swa_status swa_aiter_launch_d(const swa_cuda_aiter_params *p, cudaStream_t stream, swa_error *err)
+{
+    if (swa_cuda_tune.decode_warps == 2)
+        return swa_aiter_launch_cfg<swa_engine_cfg<D, 1, 2>, T, MUT>(p, stream, err);
+    return swa_aiter_launch_cfg<swa_engine_cfg<D, 1, 4>, T, MUT>(p, stream, err);
 }
 
 template <typename T, bool MUT>

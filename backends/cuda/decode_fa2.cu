@@ -71,10 +71,15 @@ template <int D, typename T, bool MUT> struct swa_fa2_prob {
 
     __device__ float masked_low_logit() const { return -CUDART_INF_F; }
 
-    __device__ long long token_offset(int t) const
+    __device__ int lookup(int t) const
     {
-        int page = p.kv_indices[swa_page_entry(page_begin, num_pages, t, p.page_size, m)];
-        int slot = t % p.page_size;
+        int entry = MUT ? swa_page_entry(page_begin, num_pages, t, p.page_size, m)
+                        : page_begin + swa_page_div(t, p.page_size, p.page_shift);
+        return p.kv_indices[entry];
+    }
+    __device__ long long offset(int page, int t) const
+    {
+        int slot = swa_page_mod(t, p.page_size, p.page_shift);
         if (p.nhd) return (((long long)page * p.page_size + slot) * p.num_kv_heads + kvh) * D;
         return (((long long)page * p.num_kv_heads + kvh) * p.page_size + slot) * D;
     }
@@ -132,14 +137,15 @@ __global__ void __launch_bounds__(128) swa_fa2_merge_kernel(const swa_cuda_fa2_p
 // ----------------------------------------------------------------------------
 // launcher
 
-template <int D, typename T, bool MUT>
-static swa_status swa_fa2_launch_d(const swa_cuda_fa2_params *pp, int grid_work, int capacity_requests,
-                                   bool write_lse, cudaStream_t stream, swa_error *err)
+template <class Cfg, typename T, bool MUT>
+static swa_status swa_fa2_launch_cfg(const swa_cuda_fa2_params *pp, int grid_work, int capacity_requests,
+                                     bool write_lse, cudaStream_t stream, swa_error *err)
 {
-    typedef swa_engine_cfg<D, 1, 4> Cfg;
+    constexpr int D = Cfg::D;
     swa_cuda_fa2_params p = *pp;
     if (!write_lse) p.lse = NULL;
     p.row_blocks = (p.group_size + 15) / 16;
+    p.page_shift = swa_cuda_pow2_shift(p.page_size);
     if (grid_work > 0) {
         auto kernel = swa_fa2_kernel<Cfg, T, MUT>;
         SWA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
@@ -158,6 +164,16 @@ static swa_status swa_fa2_launch_d(const swa_cuda_fa2_params *pp, int grid_work,
         SWA_CUDA_TRY_LAUNCH("decode_fa2 oob write");
     }
     return SWA_OK;
+}
+
+/* keys of each KV tile split over 4 warps (64 keys) or 2 (32 keys, more CTAs per SM) */
+template <int D, typename T, bool MUT>
+static swa_status swa_fa2_launch_d(const swa_cuda_fa2_params *p, int grid_work, int capacity_requests,
+                                   bool write_lse, cudaStream_t stream, swa_error *err)
+{
+    if (swa_cuda_tune.decode_warps == 2)
+        return swa_fa2_launch_cfg<swa_engine_cfg<D, 1, 2>, T, MUT>(p, grid_work, capacity_requests, write_lse, stream, err);
+    return swa_fa2_launch_cfg<swa_engine_cfg<D, 1, 4>, T, MUT>(p, grid_work, capacity_requests, write_lse, stream, err);
 }
 
 template <typename T, bool MUT>

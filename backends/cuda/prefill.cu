@@ -36,7 +36,11 @@ template <int D, bool MUT> struct swa_prefill_prob {
 
     template <int ROWS> __device__ bool init()
     {
-        int w = blockIdx.x / p.sub_tiles, sub = blockIdx.x % p.sub_tiles;
+        /* last work item first: under a causal mask the plan's later
+         * tiles of a request carry the most keys; the order of execution
+         * does not change any result */
+        int cta = gridDim.x - 1 - blockIdx.x;
+        int w = cta / p.sub_tiles, sub = cta % p.sub_tiles;
         kvh = blockIdx.y;
         r = p.work_request[w];
         int tile = p.work_qo_tile[w];
@@ -91,10 +95,15 @@ template <int D, bool MUT> struct swa_prefill_prob {
 
     __device__ float masked_low_logit() const { return -CUDART_INF_F; }
 
-    __device__ long long token_offset(int t) const
+    /* page id of key t (ragged: t itself) */
+    __device__ int lookup(int t) const
+    {
+        return p.ragged ? t : pages[swa_page_div(t, p.page_size, p.page_shift)];
+    }
+    __device__ long long offset(int page, int t) const
     {
         if (p.ragged) return ragged_base + (long long)t * p.num_kv_heads * D;
-        int page = pages[t / p.page_size], slot = t % p.page_size;
+        int slot = swa_page_mod(t, p.page_size, p.page_shift);
         if (p.nhd) return (((long long)page * p.page_size + slot) * p.num_kv_heads + kvh) * D;
         return (((long long)page * p.num_kv_heads + kvh) * p.page_size + slot) * D;
     }
@@ -168,6 +177,7 @@ static swa_status swa_prefill_launch_cfg(const swa_cuda_prefill_params *pp, int 
     swa_cuda_prefill_params p = *pp;
     if (!write_lse) p.lse = NULL;
     p.sub_tiles = p.cta_tile_q > Cfg::ROWS ? p.cta_tile_q / Cfg::ROWS : 1;
+    p.page_shift = swa_cuda_pow2_shift(p.page_size);
     if (num_work > 0) {
         auto kernel = swa_prefill_kernel<Cfg, T, MUT>;
         SWA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
@@ -188,8 +198,15 @@ template <int D, typename T, bool MUT>
 static swa_status swa_prefill_launch_d(const swa_cuda_prefill_params *p, int num_work, bool write_lse,
                                        cudaStream_t stream, swa_error *err)
 {
+    /* 16-row tiles: one row group, keys split over 4 warps; 64 rows: 4
+     * warps x 16; 128 rows: 4 warps x 32 (two m-tiles share each K/V
+     * fragment), or two 64-row CTAs for D = 256 (registers) */
     if (p->cta_tile_q <= 16)
         return swa_prefill_launch_cfg<swa_engine_cfg<D, 1, 4>, T, MUT>(p, num_work, write_lse, stream, err);
+    if constexpr (D <= 128) {
+        if (p->cta_tile_q >= 128 && swa_cuda_tune.prefill_rows_per_warp == 32)
+            return swa_prefill_launch_cfg<swa_engine_cfg<D, 4, 1, 2>, T, MUT>(p, num_work, write_lse, stream, err);
+    }
     return swa_prefill_launch_cfg<swa_engine_cfg<D, 4, 1>, T, MUT>(p, num_work, write_lse, stream, err);
 }
 
