@@ -144,7 +144,7 @@ template <int D_, int WR_, int WK_, int MT_ = 1> struct swa_engine_cfg {
     static constexpr int NT = WK > 1 ? 16 : (D * MT > 128 ? 32 : 64);
     static constexpr int TK = NT * WK;
     static constexpr int STAGES = (D > 128) ? 2 : 3;
-    static constexpr bool Q_IN_REGS = D * MT <= 128;
+    static constexpr bool Q_IN_REGS = MT == 1 && D <= 128; /* one m-tile's Q fragments in registers */
     static constexpr int Q_BYTES = ROWS * D * 2;
     static constexpr int STAGE_BYTES = 2 * TK * D * 2;
     static constexpr int EPI_STRIDE = D + 8; /* floats; the pad spreads the quad's rows over the banks */
@@ -155,6 +155,39 @@ template <int D_, int WR_, int WK_, int MT_ = 1> struct swa_engine_cfg {
     static constexpr int LOADS = TK * CHUNKS / THREADS;         /* K (and V) chunks per thread per tile */
     static_assert(THREADS % CHUNKS == 0 && (TK * CHUNKS) % THREADS == 0, "tile loads must split evenly");
 };
+
+/* Soft-capped logits in the base-2 domain: c * tanh(s * scale / c) * log2(e). */
+template <int MT, int NT>
+__device__ __forceinline__ void swa_logits_capped(float (&s)[MT][NT / 8][4], float cap, float scale_over_cap,
+                                                  float cap_log2e)
+{
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int nt = 0; nt < NT / 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) s[mt][nt][e] = cap_log2e * tanhf(s[mt][nt][e] * scale_over_cap);
+}
+
+/* The per-element mask of one tile: keys past a row's hi (causal bound or
+ * the KV range) get -inf, keys before its lo (window) get masked_low
+ * (-inf, or AITER's -soft_cap under SOFTCAP_BEFORE_MASK), both in the
+ * domain s is in. */
+template <int MT, int NT>
+__device__ __forceinline__ void swa_apply_mask(float (&s)[MT][NT / 8][4], const int (&lo)[2 * MT],
+                                               const int (&hi)[2 * MT], int key0, int t4, float masked_low)
+{
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int nt = 0; nt < NT / 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int r = mt * 2 + (e >> 1), key = key0 + nt * 8 + 2 * t4 + (e & 1);
+                if (key > hi[r]) s[mt][nt][e] = -CUDART_INF_F;
+                else if (key < lo[r]) s[mt][nt][e] = masked_low;
+            }
+}
 
 /* ---------------------------------------------------------------------------
  * The engine.  Prob: constructed from the params, init() decodes the CTA's
@@ -321,28 +354,16 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
         }
 
         /* logits -> base-2 domain, masked (skipped when the whole warp's
-         * rows see every key of the tile) */
+         * rows see every key of the tile).  Without a soft cap the scores
+         * stay raw and the scale folds into the exponent (one FFMA). */
         bool full = true;
 #pragma unroll
         for (int r = 0; r < 2 * MT; r++) full = full && key0 >= lo[r] && key0 + NT - 1 <= hi[r];
         const bool warp_full = swa_all_sync(full);
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-            for (int nt = 0; nt < NT / 8; nt++) {
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    float x = s[mt][nt][e];
-                    if (cap > 0.f) x = cap * tanhf(x * prob.sm_scale / cap) * SWA_LOG2E;
-                    else x *= scale2;
-                    if (!warp_full) {
-                        int r = mt * 2 + (e >> 1), key = key0 + nt * 8 + 2 * t4 + (e & 1);
-                        if (key > hi[r]) x = -CUDART_INF_F;
-                        else if (key < lo[r]) x = masked_low;
-                    }
-                    s[mt][nt][e] = x;
-                }
-            }
+        if (cap > 0.f) swa_logits_capped<MT, NT>(s, cap, prob.sm_scale / cap, cap * SWA_LOG2E);
+        if (!warp_full)
+            swa_apply_mask<MT, NT>(s, lo, hi, key0, t4, cap > 0.f ? masked_low : masked_low / scale2);
+        const float mul = cap > 0.f ? 1.f : scale2;
 
         /* online softmax; the quad (4 lanes) shares a row */
 #pragma unroll
@@ -353,15 +374,15 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
             for (int nt = 0; nt < NT / 8; nt++) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
             mx = fmaxf(mx, swa_shfl_xor(mx, 1));
             mx = fmaxf(mx, swa_shfl_xor(mx, 2));
-            float m_new = fmaxf(m[r], mx);
+            float m_new = fmaxf(m[r], mx * mul);
             float m_use = m_new == -CUDART_INF_F ? 0.f : m_new;
             float corr = swa_exp2(m[r] - m_use);
             m[r] = m_new;
             float rs = 0.f;
 #pragma unroll
             for (int nt = 0; nt < NT / 8; nt++) {
-                s[mt][nt][2 * h] = swa_exp2(s[mt][nt][2 * h] - m_use);
-                s[mt][nt][2 * h + 1] = swa_exp2(s[mt][nt][2 * h + 1] - m_use);
+                s[mt][nt][2 * h] = swa_exp2(fmaf(s[mt][nt][2 * h], mul, -m_use));
+                s[mt][nt][2 * h + 1] = swa_exp2(fmaf(s[mt][nt][2 * h + 1], mul, -m_use));
                 rs += s[mt][nt][2 * h] + s[mt][nt][2 * h + 1];
             }
             dsum[r] = dsum[r] * corr + rs;

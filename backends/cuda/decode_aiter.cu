@@ -37,10 +37,15 @@ template <int D, bool MUT> struct swa_aiter_prob {
 
     template <int ROWS> __device__ bool init()
     {
-        s = blockIdx.x;
-        kvh = blockIdx.y;
-        part = blockIdx.z / p.row_blocks;
-        row_base = (blockIdx.z % p.row_blocks) * 16;
+        /* 1-D grid, kv heads fastest, then row blocks, partitions, seqs:
+         * CTAs reading the same pages run together (DRAM locality) */
+        int x = blockIdx.x;
+        kvh = x % p.num_kv_heads;
+        x /= p.num_kv_heads;
+        row_base = (x % p.row_blocks) * 16;
+        x /= p.row_blocks;
+        part = x % p.max_num_partitions;
+        s = x / p.max_num_partitions;
         ctx = p.context_lens[s];
         kv_begin = part * p.partition_size;
         if (kv_begin >= ctx) return false; /* the reduce never reads it */
@@ -162,7 +167,7 @@ static swa_status swa_aiter_launch_cfg(const swa_cuda_aiter_params *pp, cudaStre
     if (p.max_num_partitions > 0) {
         auto kernel = swa_aiter_kernel<Cfg, T, MUT>;
         SWA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
-        dim3 grid((unsigned)p.num_seqs, (unsigned)p.num_kv_heads, (unsigned)(p.max_num_partitions * p.row_blocks));
+        dim3 grid((unsigned)((long long)p.num_seqs * p.num_kv_heads * p.max_num_partitions * p.row_blocks));
         kernel<<<grid, Cfg::THREADS, Cfg::SMEM_BYTES, stream>>>(p);
         SWA_CUDA_TRY_LAUNCH("decode_aiter kernel");
     }

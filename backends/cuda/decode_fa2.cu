@@ -38,10 +38,14 @@ template <int D, typename T, bool MUT> struct swa_fa2_prob {
 
     template <int ROWS> __device__ bool init()
     {
-        int w = blockIdx.x;
+        /* 1-D grid, kv heads fastest: the CTAs of one request start
+         * together and read the same pages (DRAM locality) */
+        int x = blockIdx.x;
+        kvh = x % p.num_kv_heads;
+        x /= p.num_kv_heads;
+        row_base = (x % p.row_blocks) * 16;
+        int w = x / p.row_blocks;
         if (w >= p.scalars[0]) return false; /* padded grid (graph mode) */
-        kvh = blockIdx.y;
-        row_base = blockIdx.z * 16;
         r = p.work_request[w];
         chunk = p.work_chunk[w];
         page_begin = p.kv_indptr[r];
@@ -149,7 +153,7 @@ static swa_status swa_fa2_launch_cfg(const swa_cuda_fa2_params *pp, int grid_wor
     if (grid_work > 0) {
         auto kernel = swa_fa2_kernel<Cfg, T, MUT>;
         SWA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
-        dim3 grid((unsigned)grid_work, (unsigned)p.num_kv_heads, (unsigned)p.row_blocks);
+        dim3 grid((unsigned)((long long)grid_work * p.num_kv_heads * p.row_blocks));
         kernel<<<grid, Cfg::THREADS, Cfg::SMEM_BYTES, stream>>>(p);
         SWA_CUDA_TRY_LAUNCH("decode_fa2 kernel");
     }

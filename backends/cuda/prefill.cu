@@ -40,8 +40,9 @@ template <int D, bool MUT> struct swa_prefill_prob {
          * tiles of a request carry the most keys; the order of execution
          * does not change any result */
         int cta = gridDim.x - 1 - blockIdx.x;
+        kvh = cta % p.num_kv_heads; /* kv heads fastest: CTAs sharing pages run together */
+        cta /= p.num_kv_heads;
         int w = cta / p.sub_tiles, sub = cta % p.sub_tiles;
-        kvh = blockIdx.y;
         r = p.work_request[w];
         int tile = p.work_qo_tile[w];
         chunk = p.split_kv ? p.work_kv_chunk[w] : 0;
@@ -181,7 +182,7 @@ static swa_status swa_prefill_launch_cfg(const swa_cuda_prefill_params *pp, int 
     if (num_work > 0) {
         auto kernel = swa_prefill_kernel<Cfg, T, MUT>;
         SWA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
-        dim3 grid((unsigned)(num_work * p.sub_tiles), (unsigned)p.num_kv_heads);
+        dim3 grid((unsigned)((long long)num_work * p.sub_tiles * p.num_kv_heads));
         kernel<<<grid, Cfg::THREADS, Cfg::SMEM_BYTES, stream>>>(p);
         SWA_CUDA_TRY_LAUNCH("prefill kernel");
     }
