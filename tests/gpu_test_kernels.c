@@ -250,26 +250,39 @@ Test(gpu_decode, fa2_graph_replay_with_larger_batch)
 }
 
 /* -------------------------------------------------------------------------
- * kernel variants (backends/cuda tuning knobs): the same checks with
- * 32 rows per warp for 128-row prefill tiles and 2-warp decode CTAs */
+ * kernel variants (backends/cuda tuning knobs; the tests above run the
+ * defaults: 32 rows per warp for 128-row prefill tiles, 2-warp decode CTAs
+ * with a 3-deep ring): 64-row prefill CTAs, 4-warp decode, 4-deep ring */
 
-void swa_cuda_set_tuning(int prefill_rows_per_warp, int decode_warps); /* backends/cuda/cuda_device.cu */
+#ifdef SWADIFF_HAVE_CUDA /* the knobs exist only in a CUDA build (else main skips with 77) */
+void swa_cuda_set_tuning(int prefill_rows_per_warp, int decode_warps, int decode_stages); /* cuda_device.cu */
 
-Test(gpu_variants, prefill_two_m_tiles_per_warp)
+Test(gpu_variants, prefill_one_m_tile_per_warp)
 {
-    swa_cuda_set_tuning(32, 0);
+    swa_cuda_set_tuning(16, 2, 3);
     for (size_t n = 0; n < N_ELEMS(prefill_shapes); n++)
         check_shape(&prefill_shapes[n], &swa_backend_prefill, false, 0);
 }
 
-Test(gpu_variants, decode_two_warps)
+Test(gpu_variants, decode_four_warps)
 {
-    swa_cuda_set_tuning(0, 2);
+    swa_cuda_set_tuning(32, 4, 3);
     for (size_t n = 0; n < N_ELEMS(decode_shapes); n++) {
         check_shape(&decode_shapes[n], &swa_backend_decode_fa2, false, 0);
         check_shape(&decode_shapes[n], &swa_backend_decode_aiter, false, 0);
     }
 }
+
+Test(gpu_variants, decode_two_warps_four_stages)
+{
+    swa_cuda_set_tuning(32, 2, 4);
+    for (size_t n = 0; n < N_ELEMS(decode_shapes); n++) {
+        check_shape(&decode_shapes[n], &swa_backend_decode_fa2, false, 0);
+        check_shape(&decode_shapes[n], &swa_backend_decode_aiter, false, 0);
+    }
+}
+
+#endif /* SWADIFF_HAVE_CUDA */
 
 /* -------------------------------------------------------------------------
  * mutants: on the GPU each kernel-level mutant must break the case the host

@@ -136,14 +136,14 @@ struct swa_row_info {
 
 /* Shape of one engine configuration: WR row groups x WK key splits of
  * warps, MT m-tiles (16 rows each) per warp. */
-template <int D_, int WR_, int WK_, int MT_ = 1> struct swa_engine_cfg {
+template <int D_, int WR_, int WK_, int MT_ = 1, int STAGES_ = 0> struct swa_engine_cfg {
     static constexpr int D = D_, WR = WR_, WK = WK_, MT = MT_;
     static constexpr int NW = WR * WK, THREADS = NW * SWA_WARP_SIZE, ROWS = WR * 16 * MT;
     /* keys per warp per tile: decode 16; prefill 64, or 32 where the
      * accumulators need the registers (D = 256, two m-tiles) */
     static constexpr int NT = WK > 1 ? 16 : (D * MT > 128 ? 32 : 64);
     static constexpr int TK = NT * WK;
-    static constexpr int STAGES = (D > 128) ? 2 : 3;
+    static constexpr int STAGES = STAGES_ ? STAGES_ : (D > 128) ? 2 : 3; /* cp.async ring depth */
     static constexpr bool Q_IN_REGS = MT == 1 && D <= 128; /* one m-tile's Q fragments in registers */
     static constexpr int Q_BYTES = ROWS * D * 2;
     static constexpr int STAGE_BYTES = 2 * TK * D * 2;
