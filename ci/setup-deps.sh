@@ -10,7 +10,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config git python3
+  build-essential cmake pkg-config git python3 python3-jsonschema
   libopenblas-dev libcjson-dev libcriterion-dev
   clang libclang-rt-14-dev          # libFuzzer + sanitizer runtimes
   chromium                          # renders report.html in the test suite

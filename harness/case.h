@@ -33,7 +33,8 @@ typedef struct swa_tolerance {
     swa_tol_mode mode;
     double atol, rtol;    /* resolved for every mode (defaults filled in) */
     double factor;        /* SWA_TOL_BASELINE only */
-    double lse_atol;      /* LSE (natural log) absolute tolerance */
+    double lse_atol;      /* LSE (natural log) absolute tolerance; < 0 when the case
+                           * file gave none: use the per-dtype default */
     bool equal_nan;       /* NaN on both sides counts as equal */
 } swa_tolerance;
 
@@ -63,6 +64,10 @@ typedef struct swa_case {
     bool cuda_graph;           /* plan for capture, capture, replay with the full batch */
     int graph_capture_requests;/* requests in the captured batch (< num_requests) */
     bool return_lse;
+    /* Non-empty: the case must be refused — every listed backend's plan
+     * must fail with a message containing this text (e.g. "CUDA-graph"
+     * for decode_aiter with cuda_graph); running it is the failure. */
+    char expect_error[SWA_NAME_MAX];
 } swa_case;
 
 typedef struct swa_case_list {

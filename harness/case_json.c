@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define SWA_JSON_MAX_MEMBERS 256
+
 /* ---------------------------------------------------------------------------
  * paths and messages */
 
@@ -199,11 +201,16 @@ static int walk_object(walker *w, const cJSON *item, const char *path, int depth
         w->off++;
         return child ? lost(w, path) : 0;
     }
-    for (;; child = child->next) {
+    for (int members = 0;; child = child->next, members++) {
         if (!child || peek(w) != '"' || !child->string)
             return lost(w, path);
         size_t key_offset = w->off;
         swa_json_path_key(child_path, sizeof child_path, path, child->string);
+        /* no case-file object has more than a few dozen keys; the bound
+         * keeps the duplicate check below cheap on hostile input */
+        if (members == SWA_JSON_MAX_MEMBERS)
+            return swa_json_fail(w->doc, w->err, key_offset, child_path,
+                                 "expected at most %d keys in one object", SWA_JSON_MAX_MEMBERS);
         if (skip_string(w, child_path))
             return -1;
         /* duplicate keys: cJSON keeps both and lookups see only the first */
@@ -564,6 +571,12 @@ static bool syntax_check(const swa_json_doc *doc, size_t *error_offset, char *me
                          size_t path_n)
 {
     syntax s = {.doc = doc};
+    if (doc->length >= 3 && memcmp(doc->text, "\xef\xbb\xbf", 3) == 0) {
+        *error_offset = 0;
+        snprintf(message, n, "invalid JSON: the file starts with a UTF-8 byte order mark; save it without one");
+        snprintf(path, path_n, "%s", "");
+        return false;
+    }
     syntax_ws(&s);
     if (syntax_value(&s, 0, "")) {
         syntax_ws(&s);

@@ -347,6 +347,8 @@ static cJSON *case_to_json(const swa_case *c)
     if (c->cuda_graph)
         cJSON_AddNumberToObject(o, "graph_capture_requests", c->graph_capture_requests);
     cJSON_AddBoolToObject(o, "return_lse", c->return_lse);
+    if (c->expect_error[0])
+        cJSON_AddStringToObject(o, "expect_error", c->expect_error);
     return o;
 }
 

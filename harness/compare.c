@@ -240,12 +240,12 @@ static swa_status resolve_tolerance(const swa_case *c, swa_compare_result *res, 
     double def_atol, def_rtol, def_lse;
     swa_tolerance_defaults(c->dtype, &def_atol, &def_rtol, &def_lse);
     res->tol_mode = c->tol.mode;
-    *lse_atol = c->tol.lse_atol > 0 ? c->tol.lse_atol : def_lse;
+    /* lse_atol < 0: not given (the per-dtype default); 0 asks for exact LSE */
+    *lse_atol = c->tol.lse_atol >= 0 ? c->tol.lse_atol : def_lse;
     switch (c->tol.mode) {
     case SWA_TOL_DEFAULT:
         res->atol = def_atol;
         res->rtol = def_rtol;
-        *lse_atol = def_lse;
         return SWA_OK;
     case SWA_TOL_ABS_REL:
         if (!(c->tol.atol >= 0) || !(c->tol.rtol >= 0))
@@ -260,9 +260,14 @@ static swa_status resolve_tolerance(const swa_case *c, swa_compare_result *res, 
             return swa_error_set(err, SWA_ERR_INVALID,
                                  "%s: baseline tolerance needs factor > 0 (got %g); the usual value is 2",
                                  c->id, c->tol.factor);
+        /* case files cannot set the floor (the loader rejects atol/rtol
+         * with mode "baseline"): 0 means "the dtype's floor" */
         res->factor = c->tol.factor;
-        res->atol = c->tol.atol >= 0 ? c->tol.atol : 0;
-        res->rtol = c->tol.rtol >= 0 ? c->tol.rtol : 0;
+        swa_tolerance_baseline_defaults(c->dtype, NULL, &res->atol, &res->rtol);
+        if (c->tol.atol > 0)
+            res->atol = c->tol.atol;
+        if (c->tol.rtol > 0)
+            res->rtol = c->tol.rtol;
         return SWA_OK;
     }
     return swa_error_set(err, SWA_ERR_INVALID, "%s: unknown tolerance mode %d", c->id, (int)c->tol.mode);

@@ -40,14 +40,38 @@ static const char *tag_color(swa_outcome o)
     return o == SWA_OUTCOME_FAILED ? RED : o == SWA_OUTCOME_ERROR ? YELLOW : o == SWA_OUTCOME_SKIPPED ? DIM : GREEN;
 }
 
+/* Text from case files and kernels, made safe for a terminal and a log:
+ * newlines become spaces (one line per result keeps logs grep-able), other
+ * control characters (an ESC could drive the terminal) become \xNN. */
+static void clean_text(const char *s, char *buf, size_t n)
+{
+    size_t len = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p && len + 5 < n; p++) {
+        if (*p == '\n' || *p == '\r' || *p == '\t')
+            buf[len++] = ' ';
+        else if (*p < 0x20 || *p == 0x7f)
+            len += (size_t)snprintf(buf + len, n - len, "\\x%02X", *p);
+        else
+            buf[len++] = (char)*p;
+    }
+    if (n)
+        buf[len < n ? len : n - 1] = '\0';
+}
+
+/* prints s cleaned */
+static void put_clean(FILE *f, const char *s)
+{
+    char buf[4 * SWA_MSG_MAX + 16];
+    clean_text(s, buf, sizeof buf);
+    fputs(buf, f);
+}
+
 void swa_console_result_line(const swa_result *r, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s  %s/%s/%s  %s%s%s%s  %s", tag(r->outcome), r->backend, r->device, swa_dtype_name(r->dtype),
+    char raw[SWA_ID_MAX + SWA_MSG_MAX + 200];
+    snprintf(raw, sizeof raw, "%s  %s/%s/%s  %s%s%s%s  %s", tag(r->outcome), r->backend, r->device, swa_dtype_name(r->dtype),
              r->id, r->mutant[0] ? " [mutant=" : "", r->mutant, r->mutant[0] ? "]" : "", r->message);
-    /* one line: a multi-line message would break the log's grep-ability */
-    for (char *p = buf; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
+    clean_text(raw, buf, n);
 }
 
 swa_console *swa_console_open(FILE *out, int total, bool verbose)
@@ -94,7 +118,9 @@ static void draw_progress(swa_console *con, const swa_result *last)
                        con->counts[SWA_OUTCOME_ERROR], swa_report_now() - con->started, last->backend, last->id);
     if (len > width)
         line[width] = '\0';
-    fprintf(con->out, "\r\033[K%s", line);
+    char clean[sizeof line * 4];
+    clean_text(line, clean, sizeof clean); /* the id comes from a case file */
+    fprintf(con->out, "\r\033[K%s", clean);
     fflush(con->out);
     con->progress_shown = true;
 }
@@ -194,11 +220,21 @@ void swa_console_write_summary(FILE *f, const swa_run_results *rr, bool color)
                 color ? RESET : "", nw < SWA_CONSOLE_WORST ? nw : SWA_CONSOLE_WORST, nw);
         for (int k = 0; k < nw && k < SWA_CONSOLE_WORST; k++) {
             const swa_result *r = &rr->items[idx[k]];
-            fprintf(f, "%2d. %s/%s/%s  %s%s%s%s\n    %s\n", k + 1, r->backend, r->device, swa_dtype_name(r->dtype), r->id,
-                    r->mutant[0] ? " [mutant=" : "", r->mutant, r->mutant[0] ? "]" : "", r->message);
-            if (r->diagnosis[0])
-                fprintf(f, "    diagnosis: %s\n", r->diagnosis);
-            fprintf(f, "    rerun: %s\n", r->reproduce[0] ? r->reproduce : "(no reproduce command recorded)");
+            fprintf(f, "%2d. %s/%s/%s  ", k + 1, r->backend, r->device, swa_dtype_name(r->dtype));
+            put_clean(f, r->id);
+            if (r->mutant[0])
+                fprintf(f, " [mutant=%s]", r->mutant);
+            fputs("\n    ", f);
+            put_clean(f, r->message);
+            fputc('\n', f);
+            if (r->diagnosis[0]) {
+                fputs("    diagnosis: ", f);
+                put_clean(f, r->diagnosis);
+                fputc('\n', f);
+            }
+            fputs("    rerun: ", f);
+            put_clean(f, r->reproduce[0] ? r->reproduce : "(no reproduce command recorded)");
+            fputc('\n', f);
         }
     }
     const char *verdict = failed ? "FAILED" : error ? "ERROR" : "PASSED";

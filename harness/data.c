@@ -12,7 +12,8 @@
  *
  * Distributions.
  *   normal   Irwin–Hall: sum of 12 uniforms minus 6 (mean 0, variance 1,
- *            tails cut at +-6).  No libm, so every machine agrees bit for bit.
+ *            tails cut at +-6), summed as exact 53-bit integers and scaled
+ *            once.  No libm, so every machine agrees bit for bit.
  *   uniform  2u - 1, in [-1, 1).
  *   poison   normal values, except that keys no query of their request may
  *            see get V = +4096 (even dims) / -4096 (odd dims).  With
@@ -67,12 +68,14 @@ double swa_rng_uniform(swa_rng *rng)
     return (double)(swa_splitmix64(&rng->state) >> 11) * 0x1.0p-53;
 }
 
+/* The twelve 53-bit integers are summed exactly (they fit in 57 bits) and
+ * scaled once: no rounding depends on the order of floating-point adds. */
 double swa_rng_normal(swa_rng *rng)
 {
-    double sum = 0.0;
+    uint64_t sum = 0;
     for (int i = 0; i < 12; i++)
-        sum += swa_rng_uniform(rng);
-    return sum - 6.0;
+        sum += swa_splitmix64(&rng->state) >> 11;
+    return (double)(int64_t)(sum - (6ull << 53)) * 0x1.0p-53;
 }
 
 /* Rejection of the low 2^64 mod n outputs makes every residue equally likely. */

@@ -35,7 +35,8 @@ uint64_t swa_rng_below(swa_rng *rng, uint64_t n); /* [0, n), unbiased */
  * NHD: [num_pages][page_size][num_kv_heads][head_dim]
  * HND: [num_pages][num_kv_heads][page_size][head_dim]
  * Pages are handed out in shuffled order; pages no request references stay
- * in the pool, filled with NaN. */
+ * in the pool, filled with NaN.  The slots past kv_len in a request's last
+ * page are NaN too: a kernel must not read (or must fully mask) them. */
 typedef struct swa_paged_kv {
     swa_dtype dtype;
     swa_layout layout;

@@ -19,7 +19,7 @@
 #define SWA_EXPLAIN_MAX_MACS 4e9
 
 typedef struct hypothesis {
-    const char *name;
+    char name[64];
     char description[256];
     swa_case c;          /* shallow copy of the case with one change */
     swa_ref_mask mask;
@@ -45,7 +45,7 @@ static int build_hypotheses(const swa_case *c, hypothesis *h, int max)
 #define ADD(key, ...)                                                              \
     do {                                                                           \
         if (n < max) {                                                             \
-            h[n].name = key;                                                       \
+            snprintf(h[n].name, sizeof h[n].name, "%s", key);                      \
             snprintf(h[n].description, sizeof h[n].description, __VA_ARGS__);      \
             h[n].c = *c;                                                           \
             h[n].mask = swa_ref_mask_spec(c);                                      \
@@ -77,6 +77,7 @@ static int build_hypotheses(const swa_case *c, hypothesis *h, int max)
                     "inside a tile attend to stale keys (seed 000)", tiles[t], aligns[a]);
                 h[n - 1].mask.tile_rows = tiles[t];
                 h[n - 1].mask.tile_kv_align = aligns[a];
+                snprintf(h[n - 1].name, sizeof h[n - 1].name, "tile_granular_start:q%d,kv%d", tiles[t], aligns[a]);
             }
         if (multi_row || prefix) {
             ADD("request_anchored", "window anchored at the request's first new token instead of each query "
@@ -191,8 +192,27 @@ swa_status swa_explain(const swa_case_ctx *ctx, const swa_tolerance *tol, const 
     const swa_hypothesis_score *b = &ex->scores[ex->best];
     if (b->ratio == 0) {
         ex->exact = true;
+        /* other hypotheses can fit this case's data equally (e.g. with no
+         * prefix and one query tile, "no window" and "tile-granular start"
+         * give the same mask): name them, so nobody is misled */
+        char also[256] = "";
+        size_t k = 0;
+        for (int i = 0; i < ex->count; i++) {
+            char family[64];
+            snprintf(family, sizeof family, "%s", ex->scores[i].name);
+            char *colon = strchr(family, ':');
+            if (colon)
+                *colon = '\0';
+            if (i == ex->best || ex->scores[i].ratio != 0 || strstr(also, family) ||
+                !strncmp(b->name, family, strlen(family)))
+                continue;
+            k += (size_t)snprintf(also + k, sizeof also - k, "%s%s", k ? ", " : "", family);
+            if (k >= sizeof also)
+                break;
+        }
         snprintf(ex->verdict, sizeof ex->verdict, "%s — matches exactly (0%% mismatched against it, %.1f%% "
-                 "against the spec)", b->description, 100 * ex->spec_ratio);
+                 "against the spec)%s%s%s", b->description, 100 * ex->spec_ratio,
+                 also[0] ? "; on this case's shape these fit equally: " : "", also, also[0] ? "" : "");
     } else if (b->ratio < 0.25 * ex->spec_ratio) {
         snprintf(ex->verdict, sizeof ex->verdict, "closest: %s (%.2f%% mismatched against it, %.1f%% against "
                  "the spec)", b->description, 100 * b->ratio, 100 * ex->spec_ratio);

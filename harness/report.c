@@ -22,10 +22,16 @@ struct swa_report {
     char dir[SWA_PATH_MAX];
     swa_run_results rr;
     FILE *jsonl;
-    double flush_interval;
-    double last_flush;
+    double flush_interval;  /* < 0: adaptive (see report.h) */
+    double last_flush;      /* when the last rewrite ended */
+    double last_cost;       /* seconds the last rewrite took */
+    double last_sync;       /* last fsync of results.jsonl */
     bool dirty;
 };
+
+/* How much longer than a rewrite takes we wait before the next one in the
+ * adaptive mode: rewriting then costs at most 1/(1+4) = 20% of the run. */
+#define ADAPTIVE_FACTOR 4.0
 
 double swa_report_now(void)
 {
@@ -79,8 +85,20 @@ static void fsync_dir(const char *path)
     }
 }
 
+static swa_status write_atomic(const char *path, int (*write)(FILE *f, const void *ctx), const void *ctx,
+                               bool durable, swa_error *err);
+
 swa_status swa_report_write_atomic(const char *path, int (*write)(FILE *f, const void *ctx),
                                    const void *ctx, swa_error *err)
+{
+    return write_atomic(path, write, ctx, true, err);
+}
+
+/* durable: fsync the file and its folder (survives a power cut).  Without
+ * it the rename is still atomic against a killed process, which is what the
+ * rewrites during a run need; results.jsonl carries the durable copy. */
+static swa_status write_atomic(const char *path, int (*write)(FILE *f, const void *ctx), const void *ctx,
+                               bool durable, swa_error *err)
 {
     char tmp[SWA_PATH_MAX + 32];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
@@ -91,7 +109,7 @@ swa_status swa_report_write_atomic(const char *path, int (*write)(FILE *f, const
     int rc = write(f, ctx);
     if (fflush(f) != 0)
         rc = -1;
-    if (rc == 0 && fsync(fileno(f)) != 0)
+    if (rc == 0 && durable && fsync(fileno(f)) != 0)
         rc = -1;
     int saved = errno;
     if (fclose(f) != 0 && rc == 0) {
@@ -107,7 +125,8 @@ swa_status swa_report_write_atomic(const char *path, int (*write)(FILE *f, const
         unlink(tmp);
         return swa_error_set(err, SWA_ERR_IO, "%s: cannot rename to %s: %s", tmp, path, strerror(saved));
     }
-    fsync_dir(path);
+    if (durable)
+        fsync_dir(path);
     return SWA_OK;
 }
 
@@ -128,7 +147,14 @@ static int write_json_file(FILE *f, const void *ctx)
 static int write_html_file(FILE *f, const void *ctx) { return swa_report_write_html(ctx, f); }
 static int write_junit_file(FILE *f, const void *ctx) { return swa_report_write_junit(ctx, f); }
 
+static swa_status write_all(const swa_run_results *rr, const char *dir, bool durable, swa_error *err);
+
 swa_status swa_report_write_all(const swa_run_results *rr, const char *dir, swa_error *err)
+{
+    return write_all(rr, dir, true, err);
+}
+
+static swa_status write_all(const swa_run_results *rr, const char *dir, bool durable, swa_error *err)
 {
     static const struct {
         const char *name;
@@ -139,14 +165,19 @@ swa_status swa_report_write_all(const swa_run_results *rr, const char *dir, swa_
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[SWA_PATH_MAX + 32];
         snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
-        swa_status st = swa_report_write_atomic(path, files[i].write, rr, err);
+        swa_status st = write_atomic(path, files[i].write, rr, durable, err);
         if (st != SWA_OK)
             return st;
     }
     return SWA_OK;
 }
 
-/* one JSON value per line, then fsync: the line is on disk before we go on */
+/* One JSON value per line, handed to the kernel at once (fflush): a killed
+ * process loses nothing.  fsync, which only matters for a power cut or a
+ * kernel crash, costs milliseconds per call on CI disks, so it runs at most
+ * once per JSONL_SYNC_SECONDS (and at close). */
+#define JSONL_SYNC_SECONDS 1.0
+
 static swa_status jsonl_append(swa_report *rep, cJSON *obj, swa_error *err)
 {
     char *text = cJSON_PrintUnformatted(obj);
@@ -156,8 +187,14 @@ static swa_status jsonl_append(swa_report *rep, cJSON *obj, swa_error *err)
     text[len] = '\n'; /* replaces the terminator: write the line in one call */
     size_t done = fwrite(text, 1, len + 1, rep->jsonl);
     cJSON_free(text);
-    if (done != len + 1 || fflush(rep->jsonl) != 0 || fsync(fileno(rep->jsonl)) != 0)
+    if (done != len + 1 || fflush(rep->jsonl) != 0)
         return swa_error_set(err, SWA_ERR_IO, "%s/results.jsonl: write failed: %s", rep->dir, strerror(errno));
+    double now = swa_report_now();
+    if (now - rep->last_sync >= JSONL_SYNC_SECONDS) {
+        if (fsync(fileno(rep->jsonl)) != 0)
+            return swa_error_set(err, SWA_ERR_IO, "%s/results.jsonl: fsync failed: %s", rep->dir, strerror(errno));
+        rep->last_sync = now;
+    }
     return SWA_OK;
 }
 
@@ -174,6 +211,7 @@ swa_report *swa_report_open(const char *dir, const swa_environment *env, swa_err
     if (env)
         rep->rr.env = *env;
     rep->rr.started = swa_report_now();
+    rep->flush_interval = -1; /* adaptive */
     if (make_dirs(dir) != 0) {
         swa_error_set(err, SWA_ERR_IO, "%s: cannot create the report folder: %s", dir, strerror(errno));
         free(rep);
@@ -208,7 +246,7 @@ swa_report *swa_report_open(const char *dir, const swa_environment *env, swa_err
 
 void swa_report_set_flush_interval(swa_report *rep, double seconds)
 {
-    rep->flush_interval = seconds > 0 ? seconds : 0;
+    rep->flush_interval = seconds;
 }
 
 const swa_run_results *swa_report_results(const swa_report *rep) { return &rep->rr; }
@@ -218,8 +256,10 @@ swa_status swa_report_flush(swa_report *rep, swa_error *err)
     rep->rr.duration = swa_report_now() - rep->rr.started;
     /* the exit code the run would have if it stopped here */
     rep->rr.exitcode = swa_run_results_summary(&rep->rr, NULL, NULL, NULL, NULL);
-    swa_status st = swa_report_write_all(&rep->rr, rep->dir, err);
+    double t0 = swa_report_now();
+    swa_status st = write_all(&rep->rr, rep->dir, false, err);
     rep->last_flush = swa_report_now();
+    rep->last_cost = rep->last_flush - t0;
     rep->dirty = st != SWA_OK;
     return st;
 }
@@ -241,7 +281,9 @@ swa_status swa_report_add(swa_report *rep, const swa_result *r, swa_error *err)
     if (st != SWA_OK)
         return st;
     rep->dirty = true;
-    if (swa_report_now() - rep->last_flush >= rep->flush_interval)
+    double since = swa_report_now() - rep->last_flush;
+    bool due = rep->flush_interval < 0 ? since >= ADAPTIVE_FACTOR * rep->last_cost : since >= rep->flush_interval;
+    if (due)
         return swa_report_flush(rep, err);
     return SWA_OK;
 }
@@ -253,6 +295,7 @@ swa_status swa_report_close(swa_report *rep, int exitcode, swa_error *err)
     rep->rr.duration = swa_report_now() - rep->rr.started;
     rep->rr.exitcode = exitcode;
     swa_status st = swa_report_write_all(&rep->rr, rep->dir, err);
+    fsync(fileno(rep->jsonl));
     if (fclose(rep->jsonl) != 0 && st == SWA_OK)
         st = swa_error_set(err, SWA_ERR_IO, "%s/results.jsonl: close failed: %s", rep->dir, strerror(errno));
     swa_run_results_free(&rep->rr);
@@ -426,7 +469,7 @@ char *swa_markdown_cell(const char *s)
             sb_put(&b, "\\`", 2);
         else if (*p == '<')
             sb_put(&b, "&lt;", 4); /* GitHub renders some HTML in summaries */
-        else if (*p == '\n' || *p == '\r')
+        else if (*p == '\n' || *p == '\r' || (unsigned char)*p < 0x20 || *p == 0x7f)
             sb_put(&b, " ", 1);
         else
             sb_put(&b, p, 1);

@@ -4,18 +4,20 @@
  *
  * A report folder holds:
  *   results.jsonl  one header line (report_version, created, environment),
- *                  then one line per finished result, appended and fsync'ed
- *                  as each result arrives: a killed run loses nothing that
- *                  finished.
+ *                  then one line per finished result, written as each result
+ *                  arrives: a killed run loses nothing that finished (fsync
+ *                  at most once a second, so a power cut loses at most the
+ *                  last second).
  *   report.json    the whole run (schema: cases/schema/report.schema.json),
  *   report.html    one self-contained page,
  *   junit.xml      for GitLab / Jenkins / GitHub test-report actions;
- *                  these three are rewritten atomically (temp file + fsync +
- *                  rename) after a result when the flush interval has passed
- *                  (default: after every result), and at close.
+ *                  these three are rewritten atomically (temp file + rename:
+ *                  a reader or a kill never sees half a file) while the run
+ *                  goes on, as often as the flush policy says, and once more
+ *                  at close (then also fsync'ed).
  *
  * Typical use (the run loop):
- *     swa_report *rep = swa_report_open("out", &env, argc, argv, &err);
+ *     swa_report *rep = swa_report_open("out", &env, &err);
  *     for each result: swa_report_add(rep, &result, &err);
  *     swa_report_close(rep, exitcode, &err);
  *
@@ -54,9 +56,14 @@ extern "C" {
  * set (SWA_ERR_IO, naming the path and errno text) on failure. */
 swa_report *swa_report_open(const char *dir, const swa_environment *env, swa_error *err);
 
-/* Minimum seconds between two rewrites of report.json/html/junit.xml
- * (results.jsonl is always appended at once).  0 (default): after every
- * result.  Large runs may set e.g. 2 to keep rewriting O(n) files cheap. */
+/* When report.json/html/junit.xml are rewritten during the run
+ * (results.jsonl always gets every result at once):
+ *   seconds < 0  (default) adaptive: after a result, when the time since the
+ *                last rewrite is at least 4x what that rewrite took, so the
+ *                rewrites cost at most ~20% of the run however large it gets
+ *                (each rewrite is O(results so far));
+ *   seconds == 0 after every result;
+ *   seconds > 0  at most once per that many seconds. */
 void swa_report_set_flush_interval(swa_report *rep, double seconds);
 
 /* Records a copy of r: appends its line to results.jsonl (fsync) and
@@ -130,7 +137,8 @@ char *swa_xml_escape(const char *s, bool attr);
 /* s with every byte that is not valid UTF-8 replaced by U+FFFD (JSON must
  * be UTF-8; case files and kernel messages may not be).  Caller frees. */
 char *swa_utf8_sanitize(const char *s);
-/* Markdown table cell: | and ` escaped, newlines to spaces.  Caller frees. */
+/* Markdown table cell: | ` and < escaped, newlines and control characters
+ * to spaces.  Caller frees. */
 char *swa_markdown_cell(const char *s);
 
 /* Seconds since the epoch, wall clock (for created/duration). */

@@ -23,7 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HEATMAP_MAX_COLUMNS 160 /* displayed row bins; more rows are binned (max) */
+#define HEATMAP_MAX_COLUMNS 128 /* displayed row bins; more rows are binned (max) */
+#define HEATMAP_MAX_TOOLTIPS 1024 /* cells with a <title>; larger maps stay lean */
+#define HEATMAP_MAX_CASES 100   /* failing cases with a heatmap (the worst ones); keeps big runs' pages small */
 #define OPEN_FAILURES 3         /* failing cases whose details start open */
 
 static void esc(FILE *f, const char *s)
@@ -107,11 +109,13 @@ static const char CSS[] =
     "table{border-collapse:collapse;background:var(--card)}"
     "th,td{padding:4px 10px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}"
     "th{font-weight:600;color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.03em;background:#f0f3f6}"
-    "td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}"
+    "td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
     "table.env{width:100%;border:1px solid var(--line)}table.env th{width:160px;text-transform:none;font-size:13px}"
     "table.env td{font-family:var(--mono);font-size:12.5px;white-space:pre-wrap;word-break:break-all}"
     "table.overview{width:100%;border:1px solid var(--line)}"
-    "table.overview td.id{font-family:var(--mono);font-size:12.5px;word-break:break-all}"
+    "table.overview td.id{font-family:var(--mono);font-size:12.5px;overflow-wrap:anywhere}"
+    "table.overview td.id .mutant{display:block;color:var(--muted);font-style:italic;font-family:inherit}"
+    "table.overview td.backend{white-space:nowrap}"
     "table.overview tr.failed td:first-child{border-left:4px solid var(--fail)}"
     "table.overview tr.error td:first-child{border-left:4px solid var(--err)}"
     "table.overview tr.passed td:first-child{border-left:4px solid var(--pass)}"
@@ -128,7 +132,7 @@ static const char CSS[] =
     "details.case.failed{border-left:5px solid var(--fail)}details.case.error{border-left:5px solid var(--err)}"
     "details.case.passed{border-left:5px solid var(--pass)}details.case.skipped{border-left:5px solid var(--skip)}"
     "details.case>summary{cursor:pointer;padding:9px 12px;list-style-position:outside}"
-    "details.case>summary .id{font-family:var(--mono);font-weight:600;word-break:break-all}"
+    "details.case>summary .id{font-family:var(--mono);font-weight:600;overflow-wrap:anywhere}"
     "details.case>summary .meta{color:var(--muted);margin-left:6px}"
     "details.case>summary .first{display:block;font-family:var(--mono);font-size:12.5px;margin-top:3px;color:var(--ink)}"
     ".body{padding:4px 16px 16px;border-top:1px solid var(--line)}"
@@ -176,8 +180,21 @@ static const char SCRIPT[] =
     "    });\n"
     "    document.getElementById('shown').textContent = shown + ' shown';\n"
     "  }\n"
-    "  boxes.forEach(function (b) { b.addEventListener('change', apply); });\n"
-    "  text.addEventListener('input', apply);\n"
+    "  function save() {\n"
+    "    var on = [];\n"
+    "    boxes.forEach(function (b) { if (b.checked) on.push(b.value); });\n"
+    "    var h = 'show=' + on.join(',') + (text.value ? '&q=' + encodeURIComponent(text.value) : '');\n"
+    "    history.replaceState(null, '', '#' + h);\n"
+    "  }\n"
+    "  // a link like report.html#show=failed&q=decode opens filtered (shareable)\n"
+    "  var hash = new URLSearchParams(location.hash.slice(1));\n"
+    "  if (hash.has('show')) {\n"
+    "    var want = hash.get('show').split(',');\n"
+    "    boxes.forEach(function (b) { b.checked = want.indexOf(b.value) >= 0; });\n"
+    "  }\n"
+    "  if (hash.has('q')) text.value = hash.get('q');\n"
+    "  boxes.forEach(function (b) { b.addEventListener('change', function () { apply(); save(); }); });\n"
+    "  text.addEventListener('input', function () { apply(); save(); });\n"
     "  document.querySelectorAll('button.copy').forEach(function (b) {\n"
     "    b.hidden = false;\n"
     "    b.addEventListener('click', function () {\n"
@@ -226,7 +243,17 @@ static void put_header(FILE *f, const swa_run_results *rr)
         fprintf(f, "<h1>swadiff: %d runtime error%s, no mismatch</h1>\n", error, error == 1 ? "" : "s");
     else
         fprintf(f, "<h1>swadiff: all %d passed</h1>\n", passed);
-    fprintf(f, "<div class=\"sub\">%s · %.1f s · exit code %d</div>\n", created, rr->duration, rr->exitcode);
+    fprintf(f, "<div class=\"sub\">%s · %.1f s · exit code %d", created, rr->duration, rr->exitcode);
+    /* a selftest-style run with one mutant on: say so before anyone panics */
+    bool one_mutant = rr->count > 0 && rr->items[0].mutant[0];
+    for (int i = 1; one_mutant && i < rr->count; i++)
+        one_mutant = !strcmp(rr->items[i].mutant, rr->items[0].mutant);
+    if (one_mutant) {
+        fputs(" · mutant <b>", f);
+        esc(f, rr->items[0].mutant);
+        fputs("</b> switched on (a known bug, injected on purpose: failures are the point)", f);
+    }
+    fputs("</div>\n", f);
     fprintf(f,
             "<div class=\"counts\">"
             "<div class=\"count\" id=\"count-total\"><b>%d</b><span>total</span></div>"
@@ -293,7 +320,7 @@ static void put_overview(FILE *f, const swa_run_results *rr, const int *order)
         const char *o = swa_outcome_name(r->outcome);
         fprintf(f, "<tr class=\"%s\" data-outcome=\"%s\" data-text=\"", o, o);
         put_filter_text(f, r);
-        fprintf(f, "\"><td><span class=\"badge %s\">%s</span></td><td>", o, o);
+        fprintf(f, "\"><td><span class=\"badge %s\">%s</span></td><td class=\"backend\">", o, o);
         esc(f, r->backend);
         fputs(" <span class=\"empty\">", f);
         esc(f, r->device);
@@ -301,7 +328,7 @@ static void put_overview(FILE *f, const swa_run_results *rr, const int *order)
         esc(f, r->id);
         fputs("</a>", f);
         if (r->mutant[0]) {
-            fputs(" <span class=\"empty\">mutant ", f);
+            fputs("<span class=\"mutant\">mutant ", f);
             esc(f, r->mutant);
             fputs("</span>", f);
         }
@@ -355,7 +382,7 @@ static void put_heatmap(FILE *f, const swa_result *r)
     const int rows_per_col = bin * src_bin;
 
     int cw = 880 / cols;
-    cw = cw > 40 ? 40 : cw < 4 ? 4 : cw;
+    cw = cw > 56 ? 56 : cw < 4 ? 4 : cw;
     int ch = 260 / heads;
     ch = ch > 22 ? 22 : ch < 5 ? 5 : ch;
     const int left = 62, top = 34, strip = 8;
@@ -368,7 +395,7 @@ static void put_heatmap(FILE *f, const swa_result *r)
         fprintf(f, ", %d rows per column (maximum shown)", rows_per_col);
     fprintf(f, ". The blue strip marks rows where the window binds (some key is left of p − L); "
                "thin lines separate requests.</p>\n");
-    fprintf(f, "<svg class=\"heatmap\" role=\"img\" aria-label=\"mismatch heatmap\" xmlns=\"http://www.w3.org/2000/svg\" "
+    fprintf(f, "<svg class=\"heatmap\" role=\"img\" aria-label=\"mismatch heatmap\" "
                "width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", width, height, width, height);
     /* window strip */
     fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">window</text>\n", left - 6, top + strip);
@@ -382,6 +409,7 @@ static void put_heatmap(FILE *f, const swa_result *r)
                        "</title></rect>\n", left + x * cw, top, cw, strip, e);
     }
     const int y0 = top + strip + 4;
+    const bool tooltips = cols * heads <= HEATMAP_MAX_TOOLTIPS;
     /* cells */
     for (int h = 0; h < heads; h++) {
         for (int x = 0; x < cols; x++) {
@@ -396,6 +424,11 @@ static void put_heatmap(FILE *f, const swa_result *r)
             int first = x * rows_per_col, last = (x + 1) * rows_per_col - 1;
             if (last >= source_rows)
                 last = source_rows - 1;
+            if (!tooltips) {
+                fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n", left + x * cw,
+                        y0 + h * ch, cw, ch, color);
+                continue;
+            }
             fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>", left + x * cw,
                     y0 + h * ch, cw, ch, color);
             if (first == last)
@@ -433,15 +466,22 @@ static void put_heatmap(FILE *f, const swa_result *r)
     for (int h = 0; h < heads; h += hstep)
         fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s%d</text>\n", left - 6, y0 + h * ch + ch / 2 + 4,
                 h == 0 ? "head " : "", h);
-    /* x axis: query rows, about every 70 px */
-    int xstep = (70 + cw - 1) / cw;
-    if (xstep < 1)
-        xstep = 1;
-    for (int x = 0; x < cols; x += xstep) {
-        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#8c959f\"/>", left + x * cw + cw / 2,
-                y0 + plot_h, left + x * cw + cw / 2, y0 + plot_h + 4);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%d</text>\n", left + x * cw + cw / 2,
-                y0 + plot_h + 16, x * rows_per_col);
+    /* x axis: query rows at round numbers (1, 2, 5 x 10^k), >= 70 px apart */
+    double px_per_row = (double)cw / rows_per_col;
+    static const int mantissa[3] = {1, 2, 5};
+    long step = 1, decade = 1;
+    for (int k = 0; step * px_per_row < 70; k++) {
+        if (k == 3) {
+            k = 0;
+            decade *= 10;
+        }
+        step = mantissa[k] * decade;
+    }
+    for (long row = 0; row < source_rows; row += step) {
+        int x = left + (int)((row + 0.5) * px_per_row);
+        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#8c959f\"/>", x, y0 + plot_h, x,
+                y0 + plot_h + 4);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%ld</text>\n", x, y0 + plot_h + 16, row);
     }
     fprintf(f, "<text x=\"%d\" y=\"%d\">query row → (packed over %d request%s; %d rows × %d heads)"
                "</text>\n",
@@ -524,7 +564,7 @@ static void put_worst(FILE *f, const swa_compare_result *c)
     fputs("</tbody></table></div>\n", f);
 }
 
-static void put_case(FILE *f, const swa_result *r, int index, bool open)
+static void put_case(FILE *f, const swa_result *r, int index, bool open, bool heatmap)
 {
     const char *o = swa_outcome_name(r->outcome);
     fprintf(f, "<details class=\"case %s\" id=\"case-%d\" data-outcome=\"%s\" data-text=\"", o, index, o);
@@ -559,7 +599,11 @@ static void put_case(FILE *f, const swa_result *r, int index, bool open)
             r->num_requests, r->num_requests == 1 ? "" : "s", r->total_qo, r->num_qo_heads, r->num_kv_heads, r->head_dim,
             r->window_left);
     esc(f, r->file);
-    fprintf(f, "</code> · %.3f s</p>\n", r->duration);
+    fprintf(f, "</code> · %.3f s", r->duration);
+    if (r->window_left >= 0)
+        fprintf(f, "<br>Window: a query at position p sees keys [p − %d, p]; the window binds (cuts keys off) from "
+                   "p = %d on.", r->window_left, r->window_left + 1);
+    fputs("</p>\n", f);
 
     if (r->has_compare) {
         const swa_compare_result *c = &r->cmp;
@@ -574,12 +618,19 @@ static void put_case(FILE *f, const swa_result *r, int index, bool open)
         /* the heatmap shows output errors; an LSE-only failure has none */
         if (r->outcome == SWA_OUTCOME_FAILED && (c->mismatched || c->unwritten)) {
             fputs("<h3>Where it goes wrong</h3>\n", f);
-            put_heatmap(f, r);
+            if (heatmap)
+                put_heatmap(f, r);
+            else
+                fprintf(f, "<p class=\"empty\">Heatmap left out: only the %d worst failures carry one in this page "
+                           "(the matrix is in report.json, row_head_ratio).</p>\n", HEATMAP_MAX_CASES);
         }
-        fputs("<div class=\"grid2\">\n", f);
-        put_regions(f, r);
-        put_worst(f, c);
-        fputs("</div>\n", f);
+        /* a pass: the statistics above say enough; big runs stay small */
+        if (r->outcome != SWA_OUTCOME_PASSED) {
+            fputs("<div class=\"grid2\">\n", f);
+            put_regions(f, r);
+            put_worst(f, c);
+            fputs("</div>\n", f);
+        }
     } else if (r->outcome == SWA_OUTCOME_ERROR || r->outcome == SWA_OUTCOME_SKIPPED) {
         fputs("<pre>", f);
         esc(f, r->message);
@@ -607,7 +658,7 @@ int swa_report_write_html(const swa_run_results *rr, FILE *f)
         const swa_result *r = &rr->items[order[k]];
         bool open = r->outcome == SWA_OUTCOME_FAILED && opened < OPEN_FAILURES;
         opened += open;
-        put_case(f, r, order[k], open);
+        put_case(f, r, order[k], open, k < HEATMAP_MAX_CASES);
     }
     fputs("</section>\n<footer>Generated by swadiff ", f);
     esc(f, rr->env.harness_version);

@@ -6,9 +6,10 @@
  * written as the strings "NaN", "Infinity" and "-Infinity" — JSON has no
  * such numbers, and a null would lose which one it was.
  *
- * The (row, head) matrix of error/allowed ratios is stored with 3
- * significant digits, at most SWA_REPORT_MAX_MATRIX_ROWS rows: larger ones
- * are binned (maximum over consecutive rows; row_bin says how many).
+ * The (row, head) matrix of error/allowed ratios is stored for failed
+ * results (null otherwise) with 3 significant digits, at most
+ * SWA_REPORT_MAX_MATRIX_ROWS rows: larger ones are binned (maximum over
+ * consecutive rows; row_bin says how many).
  *
  * Test: tests/test_report_json.c (golden file, schema, round trip, merge).
  */
@@ -144,7 +145,11 @@ static cJSON *elem_json(const swa_elem *e)
     return o;
 }
 
-static cJSON *mismatch_json(const swa_compare_result *c)
+/* with_matrix (a failed result): the (row, head) matrix is what the heatmap
+ * of a failure is drawn from; for a passing result it would only make
+ * report.json large and slow to rewrite (it is most of the bytes), so it is
+ * written as null, and of the worst elements only the first (the margin). */
+static cJSON *mismatch_json(const swa_compare_result *c, bool with_matrix)
 {
     cJSON *m = cJSON_CreateObject();
     cJSON_AddNumberToObject(m, "count", (double)c->mismatched);
@@ -177,10 +182,11 @@ static cJSON *mismatch_json(const swa_compare_result *c)
         cJSON_AddStringToObject(o, "distance", swa_past_edge_bucket_label(b));
         cJSON_AddItemToArray(edge, o);
     }
+    /* a pass needs only its closest call (the margin); a failure all K */
     cJSON *worst = cJSON_AddArrayToObject(m, "worst");
-    for (int i = 0; i < c->worst_count; i++)
+    for (int i = 0; i < c->worst_count && (with_matrix || i < 1); i++)
         cJSON_AddItemToArray(worst, elem_json(&c->worst[i]));
-    if (c->row_head_ratio && c->rows > 0 && c->heads > 0)
+    if (with_matrix && c->row_head_ratio && c->rows > 0 && c->heads > 0)
         cJSON_AddItemToObject(m, "row_head_ratio", matrix_json(c));
     else
         cJSON_AddNullToObject(m, "row_head_ratio");
@@ -236,7 +242,7 @@ cJSON *swa_report_case_json(const swa_result *r)
     add_real(tol, "lse_atol", r->has_compare && r->cmp.lse_compared ? r->cmp.lse_max_abs_allowed : r->tol.lse_atol);
     cJSON_AddBoolToObject(tol, "equal_nan", r->tol.equal_nan);
     if (r->has_compare) {
-        cJSON_AddItemToObject(o, "mismatch", mismatch_json(&r->cmp));
+        cJSON_AddItemToObject(o, "mismatch", mismatch_json(&r->cmp, r->outcome == SWA_OUTCOME_FAILED));
         cJSON_AddItemToObject(o, "lse", lse_json(&r->cmp));
     } else {
         cJSON_AddNullToObject(o, "mismatch");
@@ -794,7 +800,12 @@ swa_status swa_report_read(const char *path, swa_run_results *rr, swa_error *err
         p += n + (nl ? 1 : 0);
     }
     if (empty_rr) {
+        /* a killed run never wrote its duration: the results' own time is
+         * the best lower bound there is */
         rr->duration = 0;
+        for (int i = 0; i < rr->count; i++)
+            if (isfinite(rr->items[i].duration) && rr->items[i].duration > 0)
+                rr->duration += rr->items[i].duration;
         rr->exitcode = swa_run_results_summary(rr, NULL, NULL, NULL, NULL);
     }
 done:

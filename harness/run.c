@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../reference/reference.h"
 #include "dump.h"
@@ -32,11 +33,12 @@ swa_tolerance swa_tolerance_resolve(const swa_case *c)
     swa_tolerance t = c->tol;
     double atol, rtol, lse_atol;
     swa_tolerance_defaults(c->dtype, &atol, &rtol, &lse_atol);
-    if (t.mode == SWA_TOL_DEFAULT || t.mode == SWA_TOL_BASELINE) {
-        if (!(t.atol > 0)) t.atol = atol;
-        if (!(t.rtol > 0)) t.rtol = rtol;
+    if (t.mode == SWA_TOL_DEFAULT) {
+        t.atol = atol;
+        t.rtol = rtol;
     }
-    if (!(t.lse_atol > 0)) t.lse_atol = lse_atol;
+    if (t.lse_atol < 0) /* not given; 0 means exact */
+        t.lse_atol = lse_atol;
     return t;
 }
 
@@ -79,12 +81,37 @@ void swa_reproduce_command(const swa_run_config *cfg, const swa_case *c, const c
         snprintf(buf + k, n - (size_t)k, " --mutant %s", swa_mutant_get(cfg->mutant)->name);
 }
 
+/* Host memory a case may take: SWADIFF_MAX_HOST_BYTES when set (tests,
+ * shared CI machines), else 80% of physical memory. */
+static size_t host_memory_budget(void)
+{
+    const char *env = getenv("SWADIFF_MAX_HOST_BYTES");
+    if (env && *env) {
+        char *end;
+        unsigned long long v = strtoull(env, &end, 10);
+        if (*end == '\0' && v > 0)
+            return (size_t)v;
+    }
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0)
+        return SIZE_MAX;
+    return (size_t)((double)pages * (double)page * 0.8);
+}
+
 swa_status swa_case_ctx_init(swa_case_ctx *ctx, const swa_case *c, const swa_device_ops *dev,
                              swa_error *err)
 {
     memset(ctx, 0, sizeof *ctx);
     ctx->c = c;
     ctx->device = dev;
+    /* refuse before allocating: a case that cannot fit must not take the
+     * machine (or the CI runner) down with it */
+    size_t need = swa_case_host_bytes(c), budget = host_memory_budget();
+    if (need > budget)
+        return swa_error_set(err, SWA_ERR_NOMEM,
+                             "case %s needs about %.2f GiB of host memory (inputs, paged pool, references, "
+                             "outputs) but %.2f GiB are available to swadiff: split the case or run it on a "
+                             "larger machine", c->id, need / 1073741824.0, budget / 1073741824.0);
     swa_status st = swa_inputs_create(c, &ctx->in, err);
     if (st != SWA_OK)
         return st;
@@ -241,6 +268,17 @@ void swa_run_one(const swa_run_config *cfg, swa_case_ctx *ctx, const swa_backend
     if (st != SWA_OK)
         goto fail;
     r->has_compare = true;
+    if (c->expect_error[0]) {
+        /* the backend ran although the case pins a refusal */
+        r->outcome = SWA_OUTCOME_FAILED;
+        snprintf(r->message, sizeof r->message, "expected an error containing \"%s\", but %s ran (%s)",
+                 c->expect_error, b->name, r->cmp.mismatched ? "and mismatched" : "and matched the reference");
+        b->free(plan);
+        free(out_g);
+        free(lse_g);
+        r->duration = swa_now() - t0;
+        return;
+    }
     bool failed = r->cmp.mismatched > 0 || r->cmp.guard_violation || r->cmp.unwritten > 0 ||
                   (r->cmp.lse_compared && r->cmp.lse_mismatched > 0);
     r->outcome = failed ? SWA_OUTCOME_FAILED : SWA_OUTCOME_PASSED;
@@ -281,5 +319,15 @@ fail:
     r->outcome = st == SWA_ERR_UNSUPPORTED ? SWA_OUTCOME_SKIPPED : SWA_OUTCOME_ERROR;
     r->error_status = st;
     snprintf(r->message, sizeof r->message, "%s", err.message[0] ? err.message : "backend failed without a message");
+    if (c->expect_error[0] && st != SWA_ERR_DEVICE && st != SWA_ERR_NOMEM) {
+        /* the case pins a refusal: the right error is a pass */
+        if (strstr(err.message, c->expect_error)) {
+            r->outcome = SWA_OUTCOME_PASSED;
+        } else {
+            r->outcome = SWA_OUTCOME_FAILED;
+            snprintf(r->message, sizeof r->message, "expected an error containing \"%s\", got: %s",
+                     c->expect_error, err.message);
+        }
+    }
     r->duration = swa_now() - t0;
 }

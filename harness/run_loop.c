@@ -97,6 +97,8 @@ static void run_and_explain(const swa_run_config *cfg, swa_case_ctx *ctx, const 
     free(lse);
 }
 
+/* A result crosses the pipe as the struct, then (when it has one) its
+ * (row, head) matrix and the per-row arrays that share its allocation. */
 static void send_result(int fd, int sel, int b, const swa_result *r)
 {
     msg_header h = {MSG_RESULT, sel, b, 0};
@@ -104,8 +106,32 @@ static void send_result(int fd, int sel, int b, const swa_result *r)
         h.ratio_count = r->cmp.rows * r->cmp.heads;
     write_all(fd, &h, sizeof h);
     write_all(fd, r, sizeof *r);
-    if (h.ratio_count)
+    if (h.ratio_count) {
         write_all(fd, r->cmp.row_head_ratio, sizeof(float) * (size_t)h.ratio_count);
+        write_all(fd, r->cmp.row_request, sizeof(int) * (size_t)r->cmp.rows);
+        write_all(fd, r->cmp.row_past_edge, sizeof(int) * (size_t)r->cmp.rows);
+    }
+}
+
+static int receive_matrix(int fd, swa_result *r, int count)
+{
+    r->cmp.row_head_ratio = NULL;
+    r->cmp.row_request = NULL;
+    r->cmp.row_past_edge = NULL;
+    if (count <= 0)
+        return 0;
+    int rows = r->cmp.rows, heads = r->cmp.heads, row_bin = r->cmp.row_bin;
+    if (rows <= 0 || heads <= 0 || (long long)rows * heads != count ||
+        swa_compare_result_alloc_matrix(&r->cmp, rows, heads) != 0)
+        return -1;
+    r->cmp.row_bin = row_bin;
+    if (read_all(fd, r->cmp.row_head_ratio, sizeof(float) * (size_t)count) != 0 ||
+        read_all(fd, r->cmp.row_request, sizeof(int) * (size_t)rows) != 0 ||
+        read_all(fd, r->cmp.row_past_edge, sizeof(int) * (size_t)rows) != 0) {
+        swa_compare_result_free(&r->cmp);
+        return -1;
+    }
+    return 0;
 }
 
 /* Runs pairs from (sel0, b0) on; exits 0 when done, 4 after a device error
@@ -167,15 +193,21 @@ typedef struct loop_state {
     swa_console *console;
     int done;
     int total_pairs;
+    bool report_warned;
 } loop_state;
 
 static void record(loop_state *ls, swa_result *r)
 {
     ls->done++;
-    if (ls->report)
-        swa_report_add(ls->report, r);
+    if (ls->report) {
+        swa_error err = {0};
+        if (swa_report_add(ls->report, r, &err) != SWA_OK && !ls->report_warned) {
+            fprintf(stderr, "swadiff: warning: report: %s\n", err.message);
+            ls->report_warned = true;
+        }
+    }
     if (ls->console)
-        swa_console_result(ls->console, r, ls->done, ls->total_pairs);
+        swa_console_add(ls->console, r);
     swa_run_results_add(ls->rr, r);
 }
 
@@ -307,15 +339,8 @@ static void run_isolated(loop_state *ls)
                 swa_result r;
                 if (read_all(fds[0], &r, sizeof r) != 0)
                     break;
-                r.cmp.row_head_ratio = NULL;
-                if (h.ratio_count > 0) {
-                    r.cmp.row_head_ratio = malloc(sizeof(float) * (size_t)h.ratio_count);
-                    if (!r.cmp.row_head_ratio ||
-                        read_all(fds[0], r.cmp.row_head_ratio, sizeof(float) * (size_t)h.ratio_count) != 0) {
-                        free(r.cmp.row_head_ratio);
-                        break;
-                    }
-                }
+                if (receive_matrix(fds[0], &r, h.ratio_count) != 0)
+                    break;
                 record(ls, &r);
                 in_flight = false;
                 cur_sel = h.sel;
@@ -362,7 +387,7 @@ static void run_isolated(loop_state *ls)
 int swa_run_selected(const swa_run_config *cfg, const swa_case_list *all, const int *selected, int nsel,
                      const char *report_dir, swa_run_results *rr)
 {
-    loop_state ls = {cfg, all, selected, nsel, rr, NULL, NULL, 0, 0};
+    loop_state ls = {cfg, all, selected, nsel, rr, NULL, NULL, 0, 0, false};
     ls.total_pairs = count_pairs(cfg, all, selected, nsel);
     if (report_dir) {
         swa_error err = {0};
@@ -371,9 +396,12 @@ int swa_run_selected(const swa_run_config *cfg, const swa_case_list *all, const 
             fprintf(stderr, "swadiff: --report %s: %s\n", report_dir, err.message);
             return SWA_EXIT_USAGE;
         }
+        /* results.jsonl gets every result at once (fsync'ed); the three
+         * whole-run files are rewritten at most every 2 s and at the end */
+        swa_report_set_flush_interval(ls.report, 2.0);
     }
     if (!cfg->quiet)
-        ls.console = swa_console_open(stdout, ls.total_pairs, &rr->env);
+        ls.console = swa_console_open(stdout, ls.total_pairs, false);
     const char *no_iso = getenv("SWADIFF_NO_ISOLATE");
     if ((no_iso && *no_iso && strcmp(no_iso, "0")) || cfg->no_isolate)
         run_in_process(&ls);
@@ -382,10 +410,10 @@ int swa_run_selected(const swa_run_config *cfg, const swa_case_list *all, const 
     rr->duration = swa_now() - rr->started;
     rr->exitcode = swa_run_results_summary(rr, NULL, NULL, NULL, NULL);
     if (ls.console)
-        swa_console_close(ls.console, rr);
+        swa_console_close(ls.console, rr, report_dir);
     if (ls.report) {
         swa_error err = {0};
-        if (swa_report_close(ls.report, rr, &err) != SWA_OK) {
+        if (swa_report_close(ls.report, rr->exitcode, &err) != SWA_OK) {
             fprintf(stderr, "swadiff: --report %s: %s\n", report_dir, err.message);
             if (rr->exitcode == SWA_EXIT_OK)
                 rr->exitcode = SWA_EXIT_RUNTIME;

@@ -11,10 +11,13 @@
  * to a loop over each row's own keys so that 0 * Inf cannot leak a NaN).
  * Blocks of rows keep the scores block bounded (REF_SCORES_BUDGET) and,
  * under a window, keep the range close to the window (little mask waste).
+ * K/V rows are widened to double a cache-sized chunk at a time; the
+ * softmax's exp is ref_exp.h's (within 1 ulp of libm, 1.6x faster).
  *
  * Tests: tests/test_reference.c (against an independent loop oracle),
  * tests/test_reference_lowp.c.  Bench: `swadiff bench --reference`. */
 #include "ref_internal.h"
+#include "ref_exp.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -157,11 +160,11 @@ static void ref_scratch_free(ref_scratch *w)
     memset(w, 0, sizeof *w);
 }
 
-/* kv_copy: the block converts K/V rows into scratch (exact path). */
+/* kv_rows: keys per K/V chunk the block widens into scratch (0: none). */
 static int ref_scratch_reserve(ref_scratch *w, size_t rows, size_t keys, size_t head_dim, size_t elem,
-                               bool kv_copy)
+                               size_t kv_rows)
 {
-    size_t kv_bytes = kv_copy ? keys * head_dim * elem : 0;
+    size_t kv_bytes = kv_rows * head_dim * elem;
     if (ref_grow(&w->q, &w->q_cap, rows * head_dim * elem) ||
         ref_grow(&w->k, &w->k_cap, kv_bytes) ||
         ref_grow(&w->v, &w->v_cap, kv_bytes) ||
@@ -180,9 +183,12 @@ static int ref_scratch_reserve(ref_scratch *w, size_t rows, size_t keys, size_t 
     return 0;
 }
 
-/* Query rows per item.  Big blocks feed the GEMMs well (M = rows * group);
- * under a window the key range of a block is about window + rows wide, so
- * rows are capped near the window to keep the masked-out part small. */
+/* Query rows per item.  Big blocks feed the GEMMs well (M = rows * group;
+ * 256 packed rows was the best of 64..1024 on the Gemma prefill shape, by
+ * a margin within this machine's noise); under a window the key range of a
+ * block is window + rows wide, so rows are capped at a quarter of the
+ * window to keep the computed-then-masked part under ~20% (11% for Gemma:
+ * 64 rows, 576 keys computed, 513 visible). */
 static int ref_block_rows(const swa_case *c, const swa_ref_mask *mask, int qo_len, int kv_len)
 {
     int group = swa_case_group_size(c);
@@ -192,7 +198,7 @@ static int ref_block_rows(const swa_case *c, const swa_ref_mask *mask, int qo_le
     long long rows = (target + group - 1) / group;
     int L = mask->window_left;
     if (L >= 0 && c->causal && mask->tile_rows == 0 && !mask->anchor_request_start) {
-        long long cap = (L + 1) / 4;
+        long long cap = ((long long)L + 1) / 4;
         if (cap < 16)
             cap = 16;
         if (rows > cap)
@@ -242,6 +248,39 @@ static size_t ref_q_offset(const ref_job *job, const ref_item *it, int pr)
 /* ------------------------------------------------------------------------- */
 /* Exact block, double. */
 
+/* Keys per chunk of the exact path: the double copies of a K or V chunk
+ * (chunk * head_dim * 8 bytes) stay within 256 KiB, so widening and the
+ * GEMM that reads them meet in L2 instead of going through memory. */
+static int ref_key_chunk(int width, int head_dim)
+{
+    int chunk = (int)(((size_t)256 << 10) / ((size_t)head_dim * sizeof(double)));
+    if (chunk < 32)
+        chunk = 32;
+    return chunk < width ? chunk : width;
+}
+
+/* dst[n][D] = src rows (stride floats apart) widened to double.  Returns
+ * false when a value is NaN or Inf (x * 0 is NaN exactly then). */
+static bool ref_widen_rows(double *dst, const float *src, int n, size_t stride, int D)
+{
+    double poison[4] = {0, 0, 0, 0};
+    for (int t = 0; t < n; t++) {
+        const float *row = src + (size_t)t * stride;
+        double *out = dst + (size_t)t * D;
+        int d = 0;
+        for (; d + 4 <= D; d += 4)
+            for (int u = 0; u < 4; u++) {
+                out[d + u] = row[d + u];
+                poison[u] += out[d + u] * 0.0;
+            }
+        for (; d < D; d++) {
+            out[d] = row[d];
+            poison[0] += out[d] * 0.0;
+        }
+    }
+    return !isnan(poison[0] + poison[1] + poison[2] + poison[3]);
+}
+
 static int ref_block_exact(ref_job *job, ref_scratch *w, const ref_item *it)
 {
     const swa_case *c = job->c;
@@ -250,7 +289,7 @@ static int ref_block_exact(ref_job *job, ref_scratch *w, const ref_item *it)
     const int rows = (it->row_end - it->row_begin) * group;
     const double cap = c->soft_cap;
 
-    if (ref_scratch_reserve(w, (size_t)rows, 0, (size_t)D, sizeof(double), true))
+    if (ref_scratch_reserve(w, (size_t)rows, 0, (size_t)D, sizeof(double), 0))
         return -1;
     int lo, hi;
     ref_block_spans(job, it, w->spans, &lo, &hi);
@@ -264,7 +303,8 @@ static int ref_block_exact(ref_job *job, ref_scratch *w, const ref_item *it)
         }
         return 0;
     }
-    if (ref_scratch_reserve(w, (size_t)rows, (size_t)W, (size_t)D, sizeof(double), true))
+    const int chunk = ref_key_chunk(W, D);
+    if (ref_scratch_reserve(w, (size_t)rows, (size_t)W, (size_t)D, sizeof(double), chunk))
         return -1;
     double *q = w->q, *k = w->k, *v = w->v, *s = w->s, *o = w->o;
 
@@ -273,23 +313,17 @@ static int ref_block_exact(ref_job *job, ref_scratch *w, const ref_item *it)
         for (int d = 0; d < D; d++)
             q[(size_t)pr * D + d] = src[d];
     }
-    /* x * 0 is NaN exactly when x is NaN or Inf: one flag for the V block */
-    double v_poison = 0.0;
-    size_t kv_base = (size_t)in->kv_indptr[it->request] + lo;
-    for (int t = 0; t < W; t++) {
-        size_t off = ((kv_base + t) * Hkv + it->kv_head) * D;
-        const float *ks = in->k + off, *vs = in->v + off;
-        double *kd = k + (size_t)t * D, *vd = v + (size_t)t * D;
-        for (int d = 0; d < D; d++) {
-            kd[d] = ks[d];
-            vd[d] = vs[d];
-            v_poison += vd[d] * 0.0;
-        }
-    }
+    const size_t kv_stride = (size_t)Hkv * D;
+    const size_t kv_first = (((size_t)in->kv_indptr[it->request] + lo) * Hkv + it->kv_head) * D;
 
-    /* S = (Q K^T) * sm_scale over the block's key range */
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, W, D, c->sm_scale, q, D, k, D, 0.0,
-                s, W);
+    /* S = (Q K^T) * sm_scale over the block's key range, a chunk of keys at
+     * a time so the double copy of K stays in cache */
+    for (int c0 = 0; c0 < W; c0 += chunk) {
+        int n = W - c0 < chunk ? W - c0 : chunk;
+        ref_widen_rows(k, in->k + kv_first + (size_t)c0 * kv_stride, n, kv_stride, D);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, D, c->sm_scale, q, D, k, D, 0.0,
+                    s + c0, W);
+    }
 
     /* exact mask + soft cap + max-subtracted softmax numerators, per row */
     for (int pr = 0; pr < rows; pr++) {
@@ -304,20 +338,23 @@ static int ref_block_exact(ref_job *job, ref_scratch *w, const ref_item *it)
         }
         for (int j = 0; j < pb; j++) row[j] = 0.0;
         for (int j = pe; j < W; j++) row[j] = 0.0;
+        if (cap > 0)
+            for (int j = vb; j < ve; j++)
+                row[j] = cap * tanh(row[j] / cap);
+        /* processed but masked keys: the soft-cap-before-mask quirk */
+        for (int j = pb; j < vb; j++) row[j] = -cap;
+        for (int j = ve > pb ? ve : pb; j < pe; j++) row[j] = -cap;
         double m = -INFINITY;
+        bool nan_seen = false;
         for (int j = pb; j < pe; j++) {
-            double x;
-            if (j >= vb && j < ve)
-                x = cap > 0 ? cap * tanh(row[j] / cap) : row[j];
-            else
-                x = -cap; /* processed but masked: the soft-cap-before-mask quirk */
-            row[j] = x;
-            if (x > m || isnan(x))
-                m = isnan(m) ? m : x;
+            m = row[j] > m ? row[j] : m;
+            nan_seen |= row[j] != row[j];
         }
+        if (nan_seen) /* a NaN logit makes the whole row NaN, as in exact math */
+            m = NAN;
         double sum = 0.0;
         for (int j = pb; j < pe; j++) {
-            double e = exp(row[j] - m);
+            double e = ref_exp_nonpositive(row[j] - m);
             row[j] = e;
             sum += e;
         }
@@ -326,19 +363,28 @@ static int ref_block_exact(ref_job *job, ref_scratch *w, const ref_item *it)
             job->lse[ref_q_offset(job, it, pr) / D] = m + log(sum);
     }
 
-    /* O = P V.  Masked weights are exact zeros, which is exclusion unless a
-     * V value in range is NaN/Inf: then each row sums only its own keys. */
-    if (!isnan(v_poison)) {
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, W, 1.0, s, W, v, D, 0.0, o, D);
-    } else {
+    /* O = P V, chunk by chunk.  Masked weights are exact zeros, which is
+     * exclusion unless a V value in the chunk is NaN/Inf (0 * Inf = NaN):
+     * then each row sums only its own keys of that chunk. */
+    for (int c0 = 0; c0 < W; c0 += chunk) {
+        int n = W - c0 < chunk ? W - c0 : chunk;
+        bool finite = ref_widen_rows(v, in->v + kv_first + (size_t)c0 * kv_stride, n, kv_stride, D);
+        if (finite) {
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, n, 1.0, s + c0, W, v, D,
+                        c0 ? 1.0 : 0.0, o, D);
+            continue;
+        }
         for (int pr = 0; pr < rows; pr++) {
             const ref_row_span *sp = &w->spans[pr];
             double *orow = o + (size_t)pr * D;
             const double *prow = s + (size_t)pr * W;
-            for (int d = 0; d < D; d++) orow[d] = 0.0;
-            for (int j = sp->processed_begin - lo; j < sp->processed_end - lo; j++)
+            if (c0 == 0)
+                for (int d = 0; d < D; d++) orow[d] = 0.0;
+            int jb = sp->processed_begin - lo > c0 ? sp->processed_begin - lo : c0;
+            int je = sp->processed_end - lo < c0 + n ? sp->processed_end - lo : c0 + n;
+            for (int j = jb; j < je; j++)
                 for (int d = 0; d < D; d++)
-                    orow[d] += prow[j] * v[(size_t)j * D + d];
+                    orow[d] += prow[j] * v[(size_t)(j - c0) * D + d];
         }
     }
     for (int pr = 0; pr < rows; pr++) {
@@ -374,7 +420,7 @@ static int ref_block_lowp(ref_job *job, ref_scratch *w, const ref_item *it)
     const int rows = (it->row_end - it->row_begin) * group;
     const float cap = (float)c->soft_cap, scale = (float)c->sm_scale;
 
-    if (ref_scratch_reserve(w, (size_t)rows, 0, (size_t)D, sizeof(float), false))
+    if (ref_scratch_reserve(w, (size_t)rows, 0, (size_t)D, sizeof(float), 0))
         return -1;
     int lo, hi;
     ref_block_spans(job, it, w->spans, &lo, &hi);
@@ -388,7 +434,7 @@ static int ref_block_lowp(ref_job *job, ref_scratch *w, const ref_item *it)
         }
         return 0;
     }
-    if (ref_scratch_reserve(w, (size_t)rows, (size_t)W, (size_t)D, sizeof(float), false))
+    if (ref_scratch_reserve(w, (size_t)rows, (size_t)W, (size_t)D, sizeof(float), 0))
         return -1;
     float *q = w->q, *s = w->s, *o = w->o;
     for (int pr = 0; pr < rows; pr++)
@@ -397,10 +443,11 @@ static int ref_block_lowp(ref_job *job, ref_scratch *w, const ref_item *it)
     size_t kv_off = (((size_t)in->kv_indptr[it->request] + lo) * Hkv + it->kv_head) * D;
     const float *k = in->k + kv_off, *v = in->v + kv_off;
     const int ld = Hkv * D;
-    float v_poison = 0.0f;
+    float poison[4] = {0, 0, 0, 0}; /* x * 0 is NaN exactly when x is NaN or Inf */
     for (int t = 0; t < W; t++)
         for (int d = 0; d < D; d++)
-            v_poison += v[(size_t)t * ld + d] * 0.0f;
+            poison[d & 3] += v[(size_t)t * ld + d] * 0.0f;
+    const float v_poison = poison[0] + poison[1] + poison[2] + poison[3];
 
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, W, D, 1.0f, q, D, k, ld, 0.0f, s, W);
 
@@ -536,6 +583,7 @@ static swa_status ref_build_items(ref_job *job, swa_error *err)
 
 static swa_status ref_run(ref_job *job, swa_error *err)
 {
+    ref_exp_init();
     swa_status st = ref_build_items(job, err);
     if (st != SWA_OK)
         return st;

@@ -8,6 +8,17 @@
  * Variants (swa_ref_mask) are hypotheses for `explain`: they describe a
  * mask that a buggy kernel might have applied instead of the spec's.
  *
+ * Requests with qo_len > kv_len (not valid case files) are accepted and
+ * follow the same formula: causal rows at p < 0 see no key.  With
+ * kv_len >= qo_len no row is empty under any mask here (see
+ * tests/test_reference.c, empty_rows_zero_and_minus_inf).
+ *
+ * Threads: one computation at a time per process (calls are serialised);
+ * inside, worker threads share (request, kv head, block of rows) items and
+ * OpenBLAS runs single-threaded in each (measured faster on 2 cores than one
+ * block at a time with threaded OpenBLAS; `swadiff bench --reference`).
+ * The OpenBLAS thread count is restored on return.
+ *
  * Ownership: callers own out/lse; sizes are total_qo*num_qo_heads*head_dim
  * and total_qo*num_qo_heads. */
 #ifndef SWADIFF_REFERENCE_H
@@ -43,17 +54,21 @@ extern "C" {
 swa_ref_mask swa_ref_mask_spec(const swa_case *c);
 
 /* Exact reference.  mask == NULL means the spec.  lse may be NULL.
- * Returns SWA_OK or SWA_ERR_NOMEM. */
+ * Returns SWA_OK, SWA_ERR_INVALID (case, inputs or mask inconsistent; the
+ * message says which) or SWA_ERR_NOMEM. */
 swa_status swa_reference(const swa_case *c, const swa_inputs *in, const swa_ref_mask *mask,
                          double *out, double *lse, swa_error *err);
 
 /* Low-precision emulated reference: the straightforward kernel's rounding
  * (scores, probabilities and output rounded to the case dtype, fp32 sums).
- * Used by the baseline-relative tolerance mode. */
+ * Used by the baseline-relative tolerance mode.  The spec's mask; out holds
+ * dtype-representable values as float, lse is fp32 natural log (may be
+ * NULL).  Same return values as swa_reference. */
 swa_status swa_reference_lowp(const swa_case *c, const swa_inputs *in, float *out, float *lse,
                               swa_error *err);
 
-/* Threads the reference uses (parallel over (request, kv head)); 0 = auto. */
+/* Threads the reference uses (parallel over (request, kv head, row block));
+ * 0 = auto (the CPUs this process may run on). */
 void swa_reference_set_threads(int threads);
 
 #ifdef __cplusplus

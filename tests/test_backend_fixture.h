@@ -70,6 +70,7 @@ static inline void fx_case_init(swa_case *c, const fx_spec *s)
 {
     memset(c, 0, sizeof *c);
     snprintf(c->id, sizeof c->id, "fixture/B%d", s->num_requests);
+    c->tol.lse_atol = -1; /* per-dtype default, as the loader leaves it */
     c->num_requests = s->num_requests;
     c->qo_len = malloc(sizeof(int) * (size_t)s->num_requests);
     c->kv_len = malloc(sizeof(int) * (size_t)s->num_requests);

@@ -26,6 +26,10 @@ ParameterizedTestParameters(case_load, malformed_file_is_located)
     static struct bad_file params[] = {
         {"bad_name.json", 2, 11, "/name",
          "expected a name of 1 to 100 letters, digits, '.', '_' or '-' (it becomes part of a shell-safe case id), got \"has space\""},
+        {"container_stray_key.json", 3, 3, "/window_left",
+         "unknown key \"window_left\" in a file with \"cases\" (case keys go in \"defaults\" or in each case); expected one of: description, defaults, cases"},
+        {"defaults_bad_value.json", 7, 18, "/defaults/page_size",
+         "expected an integer in [1, 65536], got 0"},
         {"decode_with_extend.json", 3, 27, "/requests/0/qo_len",
          "expected qo_len 1 (backends decode_aiter decode one query row per request), got 6"},
         {"dtype_unknown.json", 5, 21, "/dtype/1",
@@ -34,6 +38,8 @@ ParameterizedTestParameters(case_load, malformed_file_is_located)
          "expected a unique case name, got \"decode\" again (first at line 5, column 14)"},
         {"duplicate_key.json", 3, 44, "/requests/0/kv_len",
          "duplicate key \"kv_len\" (first at line 3, column 30)"},
+        {"duplicate_sweep_value.json", 6, 19, "/window_left/3",
+         "duplicate value in the sweep (first at line 5, column 22); expected distinct values"},
         {"empty_requests.json", 3, 15, "/requests",
          "expected at least one request, got an empty list"},
         {"empty_sweep.json", 5, 18, "/window_left",
@@ -71,7 +77,7 @@ ParameterizedTestParameters(case_load, malformed_file_is_located)
         {"string_escape_then_error.json", 7, 15, "/soft_cap",
          "expected a number >= 0, got -1"},
         {"sweep_too_large.json", 1, 1, "/",
-         "expected sweeps that expand to at most 100000 cases per file, got more than 100000 here (r0.kv_len: 10 x num_qo_heads: 10 x window_left: 10 x seed: 10 x page_size: 10 x soft_cap: 2)"},
+         "expected at most 100000 expanded cases per file, got more than 100000 with this case (r0.kv_len: 10 x num_qo_heads: 10 x window_left: 10 x seed: 10 x page_size: 10 x soft_cap: 2)"},
         {"tolerance_incomplete.json", 6, 16, "/tolerance",
          "missing required key \"rtol\" (a number >= 0; atol and rtol go together)"},
         {"trailing_garbage.json", 7, 1, "/",
@@ -199,6 +205,7 @@ ParameterizedTestParameters(case_load, syntax_error_is_located)
         {"{'n': 1}", 1, 2, "/", "invalid JSON: expected a key in double quotes, got '''"},
         {"{\"a\": [{\"b\": [1, {\"c\": \"}]\\\"\"}] 2]}", 1, 33, "/a/0/b", "invalid JSON: expected ',' or '}' after a member, got '2'"},
         {"{} {}", 1, 4, "/", "invalid JSON: trailing characters after the top-level value"},
+        {"\xef\xbb\xbf{}", 1, 1, "/", "invalid JSON: the file starts with a UTF-8 byte order mark; save it without one"},
         {"{\"name\": \"x\"\0}", 1, 13, "/", "invalid JSON: NUL byte in the file"},
     };
     return cr_make_param_array(struct bad_text, params, sizeof params / sizeof params[0]);

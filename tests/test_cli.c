@@ -74,7 +74,8 @@ Test(cli, validate_broken_file_exits_2_with_location)
     int rc = run(SWADIFF_BINARY " validate " DATA "/broken.json", out, sizeof out);
     cr_assert_eq(rc, 2, "exit %d, output:\n%s", rc, out);
     /* "file:line:column: /json/path: message" pointing at kv_len of request 0 */
-    cr_assert(strstr(out, "broken.json:4:") != NULL, "no file:line in:\n%s", out);
+    cr_assert(strstr(out, "broken.json:3:40: /requests/0/kv_len: expected kv_len >= qo_len (8), got 4") != NULL,
+              "expected the exact location and message, got:\n%s", out);
     cr_assert(strstr(out, "/requests/0/kv_len") != NULL, "no JSON path in:\n%s", out);
 }
 
@@ -244,5 +245,28 @@ Test(cli, timeout_is_an_error_and_the_run_goes_on)
     }
     cr_assert_eq(errors, 1);
     cr_assert_eq(passed, 4);
+    cJSON_Delete(j);
+}
+
+Test(cli, case_too_large_for_memory_is_refused_before_allocating)
+{
+    char cmd[1024], path[512];
+    snprintf(cmd, sizeof cmd, "SWADIFF_MAX_HOST_BYTES=100000 " SWADIFF_BINARY " run --device host --report %s/r "
+             DATA "/five.json", tmpdir);
+    char log[16384];
+    int rc = run(cmd, log, sizeof log);
+    cr_assert_eq(rc, 3, "exit %d:\n%s", rc, log);
+    snprintf(path, sizeof path, "%s/r/report.json", tmpdir);
+    cJSON *j = read_json(path);
+    cJSON *cases = cJSON_GetObjectItem(j, "cases");
+    int refused = 0;
+    for (int k = 0; k < cJSON_GetArraySize(cases); k++) {
+        cJSON *x = cJSON_GetArrayItem(cases, k);
+        const char *msg = cJSON_GetObjectItem(x, "message")->valuestring;
+        if (!strcmp(cJSON_GetObjectItem(x, "outcome")->valuestring, "error") && strstr(msg, "GiB of host memory"))
+            refused++;
+    }
+    /* the larger kv_len cases exceed 100 kB; the smallest may fit */
+    cr_assert_geq(refused, 3, "expected the large cases refused with a memory message:\n%s", log);
     cJSON_Delete(j);
 }

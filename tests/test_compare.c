@@ -31,6 +31,7 @@ static void fixture_init(fixture *f, swa_dtype dtype, int batch, const int *qo, 
     memset(f, 0, sizeof *f);
     swa_case *c = &f->c;
     snprintf(c->id, sizeof c->id, "test/compare");
+    c->tol.lse_atol = -1; /* as the loader leaves it when the case file gives none */
     c->num_requests = batch;
     memcpy(f->qo, qo, sizeof(int) * batch);
     memcpy(f->kv, kv, sizeof(int) * batch);
@@ -353,6 +354,22 @@ Test(compare, baseline_mode_per_row_head)
     cr_expect_eq(res.worst[0].index.row, 1, "the floor-only element is the worst");
     cr_expect_eq(res.worst[1].index.dim, 2);
     cr_expect_float_eq(res.worst[1].allowed, 0.02, 1e-6, "allowed %g", res.worst[1].allowed);
+    swa_compare_result_free(&res);
+
+    /* as case files give it: factor only; the floor comes from the dtype */
+    f.c.tol.atol = f.c.tol.rtol = 0;
+    run_compare(&f, false, 0, lowp, &res);
+    cr_expect_eq(res.mismatched, 2, "factor-only baseline: mismatched %lld", res.mismatched);
+    double floor_atol, floor_rtol;
+    swa_tolerance_baseline_defaults(SWA_DTYPE_FP32, NULL, &floor_atol, &floor_rtol);
+    cr_expect_float_eq(res.atol, floor_atol, 0, "floor atol %g", res.atol);
+    cr_expect_float_eq(res.rtol, floor_rtol, 0, "floor rtol %g", res.rtol);
+    swa_compare_result_free(&res);
+    /* a rounding-level difference where the low-precision reference happens
+     * to be exact must not fail: the floor covers one unit roundoff */
+    o[5] = (float)f.ref[5] * (1.0f + 0x1p-24f);
+    run_compare(&f, false, 0, lowp, &res);
+    cr_expect_eq(res.mismatched, 1, "one-ulp element should pass on the floor: mismatched %lld", res.mismatched);
     swa_compare_result_free(&res);
 
     /* baseline mode without the low-precision reference is a clear error */

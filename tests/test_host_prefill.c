@@ -181,3 +181,53 @@ Test(host_prefill, mask_compiled_out_leaks_only_past_the_window)
                  f.out_elems);
     fx_teardown(&f);
 }
+
+/* ------------------------------------------------------------------------
+ * Rows with no visible key (DESIGN §1): output 0, LSE -inf, never NaN —
+ * in the direct write, in a partial, and through the merge. */
+
+#include "backends/host/host_attend.h"
+
+Test(host_prefill, rows_without_visible_keys_give_zero_and_minus_inf)
+{
+    enum { D = 4 };
+    host_softmax_cfg cfg = {.head_dim = D, .dtype = SWA_DTYPE_FP16, .sm_scale = 0.5f, .round_p = true};
+    host_row row;
+    host_row_init(&row, D);
+    row.out_row = 0;
+    row.qo_head = 0;
+    row.range = (swa_key_range){.lo = 10, .hi = 20}; /* keys 0..1 are outside */
+    for (int e = 0; e < D; e++)
+        row.q[e] = 1.0f;
+    float k_tile[2 * D], v_tile[2 * D], scores[2];
+    for (int e = 0; e < 2 * D; e++)
+        k_tile[e] = v_tile[e] = 1.0f;
+    host_attend_tile(&row, 1, k_tile, v_tile, 0, 2, &cfg, scores);
+    cr_expect_eq(row.d, 0.0f, "masked keys must not add to d");
+
+    uint16_t out[D];
+    float lse = 0;
+    host_row_store(&row, &cfg, 1, out, &lse, SWA_MUTANT_NONE);
+    for (int e = 0; e < D; e++)
+        cr_expect_eq(swa_fp16_to_f32(out[e]), 0.0f, "out[%d] = %g", e, swa_fp16_to_f32(out[e]));
+    cr_expect(isinf(lse) && lse < 0, "lse = %g", lse);
+
+    /* partials: slot 0 empty, slot 1 holds a real state */
+    float o_part[2 * D], lse_part[2];
+    host_row_store_partial(&row, 0, 1, D, o_part, lse_part);
+    cr_expect(isinf(lse_part[0]) && lse_part[0] < 0 && o_part[0] == 0.0f);
+    float acc[D];
+    host_merge_row(o_part, lse_part, 0, 1, 1, 0, 1, D, SWA_DTYPE_FP16, 0, out, &lse, SWA_MUTANT_NONE, acc);
+    cr_expect(swa_fp16_to_f32(out[0]) == 0.0f && isinf(lse) && lse < 0, "merge of one empty partial: %g, %g",
+              swa_fp16_to_f32(out[0]), lse);
+    for (int e = 0; e < D; e++)
+        o_part[D + e] = 0.25f * (float)(e + 1);
+    lse_part[1] = 3.0f;
+    host_merge_row(o_part, lse_part, 0, 1, 2, 0, 1, D, SWA_DTYPE_FP16, 0, out, &lse, SWA_MUTANT_NONE, acc);
+    for (int e = 0; e < D; e++)
+        cr_expect_eq(swa_fp16_to_f32(out[e]), 0.25f * (float)(e + 1), "empty partial must weigh 0: out[%d] = %g", e,
+                     swa_fp16_to_f32(out[e]));
+    cr_expect_eq(lse, 3.0f);
+    host_merge_row(o_part, lse_part, 0, 1, 0, 0, 1, D, SWA_DTYPE_FP16, 0, out, &lse, SWA_MUTANT_NONE, acc);
+    cr_expect(swa_fp16_to_f32(out[0]) == 0.0f && isinf(lse) && lse < 0, "merge of zero partials");
+}

@@ -15,11 +15,14 @@
  * |expected| would blow up on outputs that cancel to near zero). */
 #include <criterion/criterion.h>
 
+#include <cblas.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "reference/naive.h"
+#include "reference/ref_exp.h"
 #include "reference/ref_internal.h"
 #include "reference/reference.h"
 
@@ -476,7 +479,8 @@ static void random_lengths(uint64_t *s, int B, int qo_max, int kv_extra_max, boo
     }
 }
 
-/* Window edges relative to kv_len: 0, 1, 2, kv-2, kv-1, kv, > kv, none. */
+/* Window edges relative to kv_len: 0, 1, 2, kv-2, kv-1, kv, > kv, INT_MAX
+ * (p - L must not overflow), none. */
 static int edge_window(int which, int kv)
 {
     switch (which) {
@@ -487,6 +491,7 @@ static int edge_window(int which, int kv)
     case 4: return kv - 1 > 0 ? kv - 1 : 0;
     case 5: return kv;
     case 6: return kv + 17;
+    case 7: return INT_MAX;
     default: return -1;
     }
 }
@@ -498,7 +503,7 @@ Test(reference_oracle, random_window_edges_gqa_softcap)
     uint64_t s = 12345;
     int cases = 0;
     double worst = 0;
-    for (int which = 0; which < 8; which++)
+    for (int which = 0; which < 9; which++)
         for (int gi = 0; gi < 3; gi++)
             for (int mode = 0; mode < 4; mode++) {
                 /* mode: 0 causal prefill, 1 causal decode, 2 non-causal, 3 soft-capped causal */
@@ -678,6 +683,60 @@ Test(reference_oracle, deterministic_across_threads_and_modes)
     swa_reference_set_threads(0);
     free(base); free(other); free(lbase); free(lother);
     tcase_free(&t);
+}
+
+/* Requests without query rows, and a batch of none, are fine and touch
+ * nothing; the OpenBLAS thread count the caller set survives a call. */
+Test(reference_oracle, zero_rows_and_blas_threads_restored)
+{
+    const int qo[] = {0, 4, 0}, kv[] = {5, 9, 0};
+    tcase t;
+    tcase_make(&t, 3, qo, kv, 2, 1, 8, SWA_DTYPE_FP16, true, 2, 0.0, 1.0, 17);
+    snprintf(t.desc, sizeof t.desc, "requests with qo_len 0");
+    check_against_oracle(&t, NULL);
+    openblas_set_num_threads(2); /* capped at the CPUs OpenBLAS found */
+    int blas_threads = openblas_get_num_threads();
+    t.c.num_requests = t.in.num_requests = 0;
+    t.in.total_qo = t.in.total_kv = 0;
+    swa_error err = {0};
+    cr_assert_eq(swa_reference(&t.c, &t.in, NULL, NULL, NULL, &err), SWA_OK, "empty batch: %s", err.message);
+    cr_assert_eq(openblas_get_num_threads(), blas_threads,
+                 "the caller's OpenBLAS thread count (%d) was not restored", blas_threads);
+    tcase_free(&t);
+}
+
+/* ------------------------------------------------------------------------- */
+/* The softmax's exp (reference/ref_exp.h) against libm's. */
+
+Test(ref_exp, within_one_ulp_of_libm_on_the_softmax_domain)
+{
+    ref_exp_init();
+    double worst = 0, worst_x = 0;
+    long points = 0;
+    /* a dense sweep of [-746, 0] (steps not commensurate with ln2/128) */
+    for (double x = -746.0; x <= 0.0; x += 0.000173) {
+        double got = ref_exp_nonpositive(x), want = exp(x);
+        double err;
+        if (want >= 0x1p-1022) /* normal: in ulps of the libm value */
+            err = fabs(got - want) / (nextafter(want, INFINITY) - want);
+        else /* subnormal or zero: in units of the smallest subnormal */
+            err = fabs(got - want) / 0x1p-1074;
+        if (err > worst) { worst = err; worst_x = x; }
+        points++;
+    }
+    cr_assert(worst <= 1.0, "ref_exp is %.2f ulp from libm at x = %.17g (%ld points)", worst, worst_x, points);
+    cr_log_info("ref_exp: worst %.2f ulp over %ld points", worst, points);
+
+    const double special[] = {0.0, -0.0, -0x1p-1074, -1e-300, -1e-17, -708.39641853226408,
+                              -709.5, -745.13321910194111, -745.2, -1e300, -INFINITY};
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++) {
+        double got = ref_exp_nonpositive(special[i]), want = exp(special[i]);
+        cr_assert(got == want || fabs(got - want) <= nextafter(want, INFINITY) - want,
+                  "exp(%.17g): %.17g, libm %.17g", special[i], got, want);
+    }
+    cr_assert(isnan(ref_exp_nonpositive(NAN)), "exp(NaN) must be NaN");
+    cr_assert(ref_exp_nonpositive(0.0) == 1.0, "exp(0) must be exactly 1 (a row's maximum weighs 1)");
+    cr_assert(ref_exp_nonpositive(2.0) == exp(2.0), "positive arguments go to libm");
 }
 
 /* ------------------------------------------------------------------------- */

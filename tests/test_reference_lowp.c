@@ -259,3 +259,26 @@ Test(reference_lowp, empty_rows_zero_and_minus_inf)
         }
     lcase_free(&t);
 }
+
+/* NaN/Inf V rows of keys no row may see (inside the block's key range or
+ * not) stay out of the output, as in the exact reference. */
+Test(reference_lowp, nonfinite_masked_values_do_not_leak)
+{
+    const int qo = 20, kv = 50;
+    lcase t;
+    lcase_make(&t, 1, &qo, &kv, 2, 1, 8, SWA_DTYPE_FP16, true, 3, 0.0, 21);
+    /* rows at p = 30..49 see [p-3, p]; key 28 is visible to rows 0 and 1 only */
+    for (int k = 0; k <= 28; k++)
+        for (int d = 0; d < 8; d++)
+            if (k != 27)
+                t.in.v[k * 8 + d] = k % 2 ? INFINITY : NAN;
+    float out[20 * 2 * 8], lse[40];
+    swa_error err = {0};
+    cr_assert_eq(swa_reference_lowp(&t.c, &t.in, out, lse, &err), SWA_OK, "%s", err.message);
+    for (int row = 0; row < qo; row++)
+        for (int i = 0; i < 16; i++)
+            cr_assert(row < 2 ? !isfinite(out[row * 16 + i]) : isfinite(out[row * 16 + i]),
+                      "row %d elem %d = %g: %s", row, i, out[row * 16 + i],
+                      row < 2 ? "sees the poisoned key 28" : "a masked key leaked");
+    lcase_free(&t);
+}

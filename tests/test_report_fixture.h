@@ -263,6 +263,24 @@ static __attribute__((unused)) char *fix_read_file(const char *path)
     return s;
 }
 
+/* Temporary folders live until the test process exits (Criterion runs
+ * each test in its own process); SWADIFF_KEEP_TEST_DIRS=1 keeps them for
+ * a look after a failure. */
+static char fix_dirs[16][256];
+static int fix_ndirs;
+
+static void fix_remove_dirs(void)
+{
+    if (getenv("SWADIFF_KEEP_TEST_DIRS"))
+        return;
+    for (int i = 0; i < fix_ndirs; i++) {
+        char out[256];
+        char *argv[] = {"rm", "-rf", fix_dirs[i], NULL};
+        fix_run(argv, out, sizeof out);
+    }
+    fix_ndirs = 0;
+}
+
 static __attribute__((unused)) void fix_tmpdir(char *buf, size_t n)
 {
     snprintf(buf, n, "/tmp/swadiff-report-test-XXXXXX");
@@ -270,6 +288,10 @@ static __attribute__((unused)) void fix_tmpdir(char *buf, size_t n)
         perror("mkdtemp");
         abort();
     }
+    if (fix_ndirs == 0)
+        atexit(fix_remove_dirs);
+    if (fix_ndirs < 16)
+        snprintf(fix_dirs[fix_ndirs++], sizeof fix_dirs[0], "%s", buf);
 }
 
 #endif /* SWADIFF_TEST_REPORT_FIXTURE_H */

@@ -35,11 +35,13 @@ typedef struct host_kv_view {
     swa_mutant page_mutant; /* FOREIGN_PAGE_READ lives in the page lookup */
 } host_kv_view;
 
-static inline size_t host_kv_offset(const host_kv_view *v, int t)
+/* page_mutant is passed as a separate argument so the caller can hand in a
+ * constant SWA_MUTANT_NONE on the mutant-free path (one branch per tile). */
+static inline size_t host_kv_offset(const host_kv_view *v, int t, swa_mutant page_mutant)
 {
     if (v->ragged)
         return ((size_t)(v->token_offset + t) * v->num_kv_heads + v->kv_head) * v->head_dim;
-    int entry = swa_page_entry(v->page_begin, v->num_pages, t, v->page_size, v->page_mutant);
+    int entry = swa_page_entry(v->page_begin, v->num_pages, t, v->page_size, page_mutant);
     return swa_pool_offset(v->layout, v->indices[entry], t % v->page_size, v->kv_head, v->page_size,
                            v->num_kv_heads, v->head_dim);
 }
@@ -49,8 +51,10 @@ static inline void host_kv_load_tile(const host_kv_view *v, int kb, int ke, floa
 {
     const void *kbase = v->ragged ? v->k_raw : v->k_pool;
     const void *vbase = v->ragged ? v->v_raw : v->v_pool;
+    bool page_mutant = v->page_mutant == SWA_MUTANT_FOREIGN_PAGE_READ; /* hoisted: once per tile */
     for (int t = kb; t < ke; t++) {
-        size_t off = host_kv_offset(v, t);
+        size_t off = page_mutant ? host_kv_offset(v, t, SWA_MUTANT_FOREIGN_PAGE_READ)
+                                 : host_kv_offset(v, t, SWA_MUTANT_NONE);
         float *kd = k_tile + (size_t)(t - kb) * v->head_dim, *vd = v_tile + (size_t)(t - kb) * v->head_dim;
         for (int e = 0; e < v->head_dim; e++) {
             kd[e] = swa_load(v->dtype, kbase, off + e);

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# ci/gpu-sanitize.sh [SWADIFF] [OUT_DIR] — compute-sanitizer over the GPU case
+# library (needs an NVIDIA GPU and compute-sanitizer on PATH or in
+# /usr/local/cuda/bin).
+#
+#   memcheck  : every shipped case except the model-sized ones (cases/models/)
+#   racecheck : the window-edge, seed and layout cases (racecheck is ~100x
+#               slower, so the big decode batches are left out)
+#
+# Runs in-process (--no-isolate) so the sanitizer sees every kernel.  Writes
+# OUT_DIR/memcheck.txt, racecheck.txt and summary.txt; exits non-zero when the
+# sanitizer reports an error or a case fails.  Committed results:
+# reports/gpu/h200/sanitize-*.txt.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+swadiff=${1:-build/swadiff}
+out=${2:-reports/latest/sanitize}
+mkdir -p "$out"
+cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [ ! -x "$cs" ]; then echo "gpu-sanitize: compute-sanitizer not found" >&2; exit 77; fi
+
+memcheck_cases=(cases/window_edges.json cases/seed000_paged_prefill.json cases/seed003_aiter_decode.json
+                cases/layouts.json cases/return_lse.json cases/cuda_graph.json cases/poison.json)
+racecheck_cases=(cases/window_edges.json cases/seed000_paged_prefill.json cases/layouts.json)
+
+status=0
+"$cs" --tool memcheck --leak-check full --error-exitcode 99 \
+  "$swadiff" run --device cuda --no-isolate --quiet --no-explain "${memcheck_cases[@]}" >"$out/memcheck.txt" 2>&1
+rc=$?; echo "memcheck: exit $rc" | tee "$out/summary.txt"; [ $rc -eq 0 ] || status=1
+"$cs" --tool racecheck --racecheck-report hazard --error-exitcode 99 \
+  "$swadiff" run --device cuda --no-isolate --quiet --no-explain "${racecheck_cases[@]}" >"$out/racecheck.txt" 2>&1
+rc=$?; echo "racecheck: exit $rc" | tee -a "$out/summary.txt"; [ $rc -eq 0 ] || status=1
+grep -h "ERROR SUMMARY\|RACECHECK SUMMARY\|PASSED:\|FAILED:" "$out"/memcheck.txt "$out"/racecheck.txt | tee -a "$out/summary.txt"
+exit $status

@@ -1,0 +1,534 @@
+/* case_expand.c — expands the sweep axes of a read case into swa_case
+ * records (cartesian product, file order, last axis fastest), names them,
+ * checks what depends on several keys together (kv_len >= qo_len, heads,
+ * decode rows, CUDA-graph batch sizes), rejects duplicate ids, and holds
+ * the entry point swa_case_parse.  Reading and validating one case object
+ * is harness/case_load.c; the format is documented there and in
+ * cases/schema/case.schema.json.
+ *
+ * Test: tests/test_case_sweep.c (order, ids, defaults, filters),
+ * tests/test_case_load.c (errors that depend on several keys). */
+#include "case_internal.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const CONTAINER_KEYS[] = {"description", "defaults", "cases", NULL};
+
+/* ---------------------------------------------------------------------------
+ * Expansion. */
+
+/* Ids seen so far: those already in the caller's list and those this call
+ * has produced.  Entries are indices (the arrays move when they grow):
+ * i < base->count names base->cases[i], else fresh->cases[i - base->count]. */
+typedef struct id_set {
+    const swa_case_list *base, *fresh;
+    int *slots;        /* -1: empty */
+    size_t capacity, count;
+} id_set;
+
+static const swa_case *id_set_case(const id_set *set, int index)
+{
+    return index < set->base->count ? &set->base->cases[index]
+                                    : &set->fresh->cases[index - set->base->count];
+}
+
+static uint64_t hash_id(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* Inserts the case at index unless its id is taken.  Returns the index of
+ * the case already holding the id, -1 after inserting, -2 out of memory. */
+static int id_set_insert(id_set *set, int index)
+{
+    if ((set->count + 1) * 2 > set->capacity) {
+        size_t cap = set->capacity ? set->capacity * 2 : 256;
+        int *slots = malloc(cap * sizeof *slots);
+        if (!slots)
+            return -2;
+        for (size_t i = 0; i < cap; i++)
+            slots[i] = -1;
+        for (size_t i = 0; i < set->capacity; i++) {
+            if (set->slots[i] < 0)
+                continue;
+            size_t j = hash_id(id_set_case(set, set->slots[i])->id) & (cap - 1);
+            while (slots[j] >= 0)
+                j = (j + 1) & (cap - 1);
+            slots[j] = set->slots[i];
+        }
+        free(set->slots);
+        set->slots = slots;
+        set->capacity = cap;
+    }
+    const char *id = id_set_case(set, index)->id;
+    size_t j = hash_id(id) & (set->capacity - 1);
+    while (set->slots[j] >= 0) {
+        if (strcmp(id_set_case(set, set->slots[j])->id, id) == 0)
+            return set->slots[j];
+        j = (j + 1) & (set->capacity - 1);
+    }
+    set->slots[j] = index;
+    set->count++;
+    return -1;
+}
+
+/* Shortest text that reads back as x: integers as integers ("50", not
+ * "5e+01"), everything else in the shortest %g form that round-trips. */
+static void format_number(double x, char *buf, size_t n)
+{
+    if (x == (double)(long long)x && x > -1e15 && x < 1e15) {
+        snprintf(buf, n, "%lld", (long long)x);
+        return;
+    }
+    for (int precision = 1; precision <= 17; precision++) {
+        snprintf(buf, n, "%.*g", precision, x);
+        if (strtod(buf, NULL) == x)
+            return;
+    }
+}
+
+static void format_axis_value(const axis *a, const value *v, char *buf, size_t n)
+{
+    switch (a->spec->kind) {
+    case K_INT: snprintf(buf, n, "%lld", v->i); break;
+    case K_U64: snprintf(buf, n, "%llu", (unsigned long long)v->u); break;
+    case K_NUM: format_number(v->d, buf, n); break;
+    case K_BOOL: snprintf(buf, n, "%s", v->i ? "true" : "false"); break;
+    case K_ENUM: snprintf(buf, n, "%s", a->spec->names[v->i]); break;
+    default: snprintf(buf, n, "?"); break;
+    }
+}
+
+typedef struct expander {
+    case_state *cs;
+    const char *file;
+    const char *stem;
+    int *pick;              /* [num_axes] current index in each axis */
+    swa_case_list *out;
+    int capacity;
+    id_set *ids;
+} expander;
+
+static const value *pick_value(const expander *ex, int axis_index)
+{
+    return &ex->cs->axes[axis_index].values[ex->pick[axis_index]];
+}
+
+static const value *field_value(const expander *ex, field_id f)
+{
+    int a = ex->cs->field_axis[f];
+    return a < 0 ? NULL : pick_value(ex, a);
+}
+
+static int append_case(expander *ex, swa_case *c)
+{
+    if (ex->out->count == ex->capacity) {
+        int cap = ex->capacity ? ex->capacity * 2 : 16;
+        swa_case *cases = realloc(ex->out->cases, (size_t)cap * sizeof *cases);
+        if (!cases)
+            return -1;
+        ex->out->cases = cases;
+        ex->capacity = cap;
+    }
+    ex->out->cases[ex->out->count++] = *c;
+    return 0;
+}
+
+static const char *backend_list_text(unsigned backends, unsigned mask, char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; swa_case_backend_names[i]; i++)
+        if ((backends & mask) & (1u << i))
+            used += (size_t)snprintf(buf + used, used < n ? n - used : 0, "%s%s", used ? ", " : "", swa_case_backend_names[i]);
+    return buf;
+}
+
+/* Fails at the value the current pick took from an axis; in a sweep the
+ * message names the expanded case so the combination is clear. */
+static int fail_at_pick(expander *ex, int axis_index, const char *id, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static int fail_at_pick(expander *ex, int axis_index, const char *id, const char *fmt, ...)
+{
+    const axis *a = &ex->cs->axes[axis_index];
+    char path[PATH_N], msg[400];
+    if (a->swept)
+        swa_json_path_index(path, sizeof path, a->path, ex->pick[axis_index]);
+    else
+        snprintf(path, sizeof path, "%s", a->path);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const cJSON *node = pick_value(ex, axis_index)->node;
+    if (strchr(id, ':'))
+        return swa_json_fail(ex->cs->doc, ex->cs->err, swa_json_value_offset(ex->cs->doc, node), path,
+                             "%s (in the sweep case %s)", msg, id);
+    return swa_json_fail(ex->cs->doc, ex->cs->err, swa_json_value_offset(ex->cs->doc, node), path, "%s", msg);
+}
+
+static int build_id(expander *ex, char *id, size_t n)
+{
+    case_state *cs = ex->cs;
+    size_t used = (size_t)snprintf(id, n, "%s/%s", ex->stem, cs->name);
+    bool first = true;
+    for (int a = 0; a < cs->num_axes && used < n; a++) {
+        if (!cs->axes[a].swept)
+            continue;
+        char v[64];
+        format_axis_value(&cs->axes[a], pick_value(ex, a), v, sizeof v);
+        used += (size_t)snprintf(id + used, n - used, "%s%s=%s", first ? ":" : ",", cs->axes[a].name, v);
+        first = false;
+    }
+    if (used >= n) {
+        char name_path[PATH_N];
+        swa_json_path_key(name_path, sizeof name_path, cs->object_path, "name");
+        return swa_json_fail(cs->doc, cs->err, swa_json_value_offset(cs->doc, cs->name_node), name_path,
+                             "expected a case id of at most %zu characters, got \"%.60s...\" "
+                             "(shorten the name or sweep fewer keys)", n - 1, id);
+    }
+    return 0;
+}
+
+/* Builds the case for the current pick, checks what depends on several keys
+ * together, names it and appends it. */
+static int expand_one(expander *ex)
+{
+    case_state *cs = ex->cs;
+    const swa_json_doc *doc = cs->doc;
+    char id[SWA_ID_MAX], names[96];
+    if (build_id(ex, id, sizeof id))
+        return -1;
+
+    const unsigned decode_mask = SWA_BACKEND_DECODE_FA2 | SWA_BACKEND_DECODE_AITER | SWA_BACKEND_DECODE_AUTO;
+    long long num_requests = 0, total_qo = 0, total_kv = 0;
+    for (int r = 0; r < cs->num_request_entries; r++) {
+        const int *ax = &cs->request_axis[r * R_FIELDS];
+        long long qo = pick_value(ex, ax[R_QO_LEN])->i, kv = pick_value(ex, ax[R_KV_LEN])->i;
+        long long count = ax[R_COUNT] < 0 ? 1 : pick_value(ex, ax[R_COUNT])->i;
+        if (kv < qo)
+            return fail_at_pick(ex, ax[R_KV_LEN], id, "expected kv_len >= qo_len (%lld), got %lld", qo, kv);
+        if ((cs->backends & decode_mask) && qo != 1)
+            return fail_at_pick(ex, ax[R_QO_LEN], id,
+                                "expected qo_len 1 (backends %s decode one query row per request), got %lld",
+                                backend_list_text(cs->backends, decode_mask, names, sizeof names), qo);
+        num_requests += count;
+        total_qo += qo * count;
+        total_kv += kv * count;
+    }
+    size_t requests_off = swa_json_value_offset(doc, cs->present[F_REQUESTS]);
+    const char *requests_path = cs->requests_path;
+    if (num_requests > MAX_REQUESTS)
+        return swa_json_fail(doc, cs->err, requests_off, requests_path,
+                             "expected at most %d requests per case, got %lld", MAX_REQUESTS, num_requests);
+    if (total_qo > INT_MAX || total_kv > INT_MAX)
+        return swa_json_fail(doc, cs->err, requests_off, requests_path,
+                             "expected at most %d query rows and keys in all requests together, got %lld and %lld",
+                             INT_MAX, total_qo, total_kv);
+
+    long long qo_heads = field_value(ex, F_NUM_QO_HEADS)->i, kv_heads = field_value(ex, F_NUM_KV_HEADS)->i;
+    if (qo_heads % kv_heads != 0)
+        return fail_at_pick(ex, cs->field_axis[F_NUM_QO_HEADS], id,
+                            "expected a multiple of num_kv_heads (%lld), got %lld", kv_heads, qo_heads);
+
+    const value *kv_mode = field_value(ex, F_KV_MODE);
+    if (kv_mode && kv_mode->i == SWA_KV_RAGGED && (cs->backends & decode_mask))
+        return fail_at_pick(ex, cs->field_axis[F_KV_MODE], id,
+                            "expected \"paged\": \"ragged\" is a prefill mode and backends lists %s",
+                            backend_list_text(cs->backends, decode_mask, names, sizeof names));
+
+    const value *graph = field_value(ex, F_CUDA_GRAPH);
+    const value *capture = field_value(ex, F_GRAPH_CAPTURE_REQUESTS);
+    bool cuda_graph = graph && graph->i;
+    if (cuda_graph && !capture)
+        return fail_at_pick(ex, cs->field_axis[F_CUDA_GRAPH], id,
+                            "expected graph_capture_requests with cuda_graph true (the batch to capture, "
+                            "1 <= n < %lld requests)", num_requests);
+    if (!cuda_graph && capture)
+        return fail_at_pick(ex, cs->field_axis[F_GRAPH_CAPTURE_REQUESTS], id,
+                            "expected no graph_capture_requests without cuda_graph true");
+    if (cuda_graph && capture->i >= num_requests)
+        return fail_at_pick(ex, cs->field_axis[F_GRAPH_CAPTURE_REQUESTS], id,
+                            "expected graph_capture_requests < number of requests (%lld), got %lld "
+                            "(replay must run a larger batch than the captured one)", num_requests, capture->i);
+
+    swa_case c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.id, sizeof c.id, "%s", id);
+    snprintf(c.file, sizeof c.file, "%s", ex->file);
+    snprintf(c.name, sizeof c.name, "%s", cs->name);
+    c.line = cs->line;
+    c.num_requests = (int)num_requests;
+    c.qo_len = malloc((size_t)num_requests * sizeof *c.qo_len);
+    c.kv_len = malloc((size_t)num_requests * sizeof *c.kv_len);
+    if (!c.qo_len || !c.kv_len) {
+        swa_case_free(&c);
+        return swa_json_fail(doc, cs->err, requests_off, requests_path, "out of memory");
+    }
+    int next = 0;
+    for (int r = 0; r < cs->num_request_entries; r++) {
+        const int *ax = &cs->request_axis[r * R_FIELDS];
+        long long count = ax[R_COUNT] < 0 ? 1 : pick_value(ex, ax[R_COUNT])->i;
+        for (long long k = 0; k < count; k++, next++) {
+            c.qo_len[next] = (int)pick_value(ex, ax[R_QO_LEN])->i;
+            c.kv_len[next] = (int)pick_value(ex, ax[R_KV_LEN])->i;
+        }
+    }
+    const value *v;
+    c.num_qo_heads = (int)qo_heads;
+    c.num_kv_heads = (int)kv_heads;
+    c.head_dim = (int)field_value(ex, F_HEAD_DIM)->i;
+    c.dtype = (swa_dtype)field_value(ex, F_DTYPE)->i;
+    c.page_size = (v = field_value(ex, F_PAGE_SIZE)) ? (int)v->i : 16;
+    c.layout = (v = field_value(ex, F_LAYOUT)) ? (swa_layout)v->i : SWA_LAYOUT_NHD;
+    c.kv_mode = kv_mode ? (swa_kv_mode)kv_mode->i : SWA_KV_PAGED;
+    c.causal = (v = field_value(ex, F_CAUSAL)) ? v->i != 0 : true;
+    c.window_left = (int)field_value(ex, F_WINDOW_LEFT)->i;
+    c.soft_cap = (v = field_value(ex, F_SOFT_CAP)) ? v->d : 0.0;
+    c.sm_scale = (v = field_value(ex, F_SM_SCALE)) ? v->d : 1.0 / sqrt((double)c.head_dim);
+    c.backends = cs->backends;
+    c.tol = cs->tol;
+    c.dist = (v = field_value(ex, F_DATA)) ? (swa_dist)v->i : SWA_DIST_NORMAL;
+    c.seed = (v = field_value(ex, F_SEED)) ? v->u : 0;
+    c.cuda_graph = cuda_graph;
+    c.graph_capture_requests = capture ? (int)capture->i : 0;
+    c.return_lse = (v = field_value(ex, F_RETURN_LSE)) ? v->i != 0 : false;
+    snprintf(c.expect_error, sizeof c.expect_error, "%s", cs->expect_error ? cs->expect_error : "");
+
+    if (append_case(ex, &c)) {
+        swa_case_free(&c);
+        return swa_json_fail(doc, cs->err, requests_off, requests_path, "out of memory");
+    }
+    int holder = id_set_insert(ex->ids, ex->ids->base->count + ex->out->count - 1);
+    if (holder == -2)
+        return swa_json_fail(doc, cs->err, requests_off, requests_path, "out of memory");
+    if (holder >= 0) {
+        const swa_case *first = id_set_case(ex->ids, holder);
+        char name_path[PATH_N];
+        swa_json_path_key(name_path, sizeof name_path, cs->object_path, "name");
+        return swa_json_fail(doc, cs->err, swa_json_value_offset(doc, cs->name_node), name_path,
+                             "expected a unique case id, got \"%s\" again (first from %s, line %d)",
+                             id, first->file, first->line);
+    }
+    return 0;
+}
+
+/* Enumerates the cartesian product of the case's axes, last axis fastest. */
+static int expand_case(expander *ex, long long *budget)
+{
+    case_state *cs = ex->cs;
+    long long total = 1;
+    char sizes[200] = "";
+    size_t used = 0;
+    for (int a = 0; a < cs->num_axes; a++) {
+        total *= cs->axes[a].count;
+        if (total > SWA_MAX_EXPANDED_CASES + 1LL)
+            total = SWA_MAX_EXPANDED_CASES + 1LL; /* saturate: only "too many" matters */
+        if (cs->axes[a].swept && used < sizeof sizes)
+            used += (size_t)snprintf(sizes + used, sizeof sizes - used, "%s%s: %d", used ? " x " : "",
+                                     cs->axes[a].name, cs->axes[a].count);
+    }
+    if (total > *budget) {
+        long long file_total = SWA_MAX_EXPANDED_CASES - *budget + total;
+        bool more = total > SWA_MAX_EXPANDED_CASES; /* saturated above: the true count is unknown */
+        return swa_json_fail(cs->doc, cs->err, swa_json_value_offset(cs->doc, cs->object), cs->object_path,
+                             "expected at most %d expanded cases per file, got %s%lld with this case (%s)",
+                             SWA_MAX_EXPANDED_CASES, more ? "more than " : "",
+                             more ? (long long)SWA_MAX_EXPANDED_CASES : file_total, sizes);
+    }
+    *budget -= total;
+    int column;
+    swa_json_line_col(cs->doc, swa_json_value_offset(cs->doc, cs->object), &cs->line, &column);
+    ex->pick = calloc((size_t)(cs->num_axes ? cs->num_axes : 1), sizeof *ex->pick);
+    if (!ex->pick)
+        return swa_json_fail(cs->doc, cs->err, swa_json_value_offset(cs->doc, cs->object), cs->object_path,
+                             "out of memory");
+    int rc = 0;
+    for (;;) {
+        if ((rc = expand_one(ex)))
+            break;
+        int a = cs->num_axes - 1;
+        while (a >= 0 && ++ex->pick[a] == cs->axes[a].count)
+            ex->pick[a--] = 0;
+        if (a < 0)
+            break;
+    }
+    free(ex->pick);
+    ex->pick = NULL;
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------
+ * Files. */
+
+/* The file name without folders and without ".json". */
+static void file_stem(const char *file_name, char *stem, size_t n)
+{
+    const char *base = strrchr(file_name, '/');
+    base = base ? base + 1 : file_name;
+    size_t len = strlen(base);
+    if (len > 5 && strcmp(base + len - 5, ".json") == 0)
+        len -= 5;
+    snprintf(stem, n, "%.*s", (int)len, base);
+}
+
+static bool stem_is_safe(const char *stem)
+{
+    if (!*stem)
+        return false;
+    for (const char *s = stem; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_' ||
+              *s == '-' || *s == '.'))
+            return false;
+    return true;
+}
+
+static int parse_one_case(const swa_json_doc *doc, swa_load_error *err, const cJSON *obj, const char *path,
+                          const cJSON *defaults, expander *ex, long long *budget)
+{
+    case_state cs;
+    swa_case_state_init(&cs, doc, err);
+    ex->cs = &cs;
+    int rc = swa_case_read(&cs, obj, path, defaults, "/defaults");
+    if (rc == 0)
+        rc = expand_case(ex, budget);
+    swa_case_state_free(&cs);
+    ex->cs = NULL;
+    return rc;
+}
+
+static int parse_container(const swa_json_doc *doc, swa_load_error *err, expander *ex, long long *budget)
+{
+    const cJSON *root = doc->root, *cases = NULL, *defaults = NULL;
+    char path[PATH_N], got[64];
+    for (const cJSON *m = root->child; m; m = m->next) {
+        swa_json_path_key(path, sizeof path, "", m->string);
+        if (strcmp(m->string, "cases") == 0) {
+            cases = m;
+        } else if (strcmp(m->string, "defaults") == 0) {
+            defaults = m;
+            if (swa_case_check_defaults(doc, err, m, path))
+                return -1;
+        } else if (strcmp(m->string, "description") == 0) {
+            if (!cJSON_IsString(m)) {
+                swa_case_describe_value(doc, m, got, sizeof got);
+                return swa_json_fail(doc, err, swa_json_value_offset(doc, m), path, "expected a string, got %s", got);
+            }
+        } else {
+            return swa_case_fail_unknown_key(doc, err, m, path, CONTAINER_KEYS,
+                                    " in a file with \"cases\" (case keys go in \"defaults\" or in each case)");
+        }
+    }
+    if (!cJSON_IsArray(cases) || !cases->child) {
+        swa_case_describe_value(doc, cases, got, sizeof got);
+        return swa_json_fail(doc, err, swa_json_value_offset(doc, cases), "/cases",
+                             "expected a non-empty list of case objects, got %s",
+                             cJSON_IsArray(cases) ? "an empty list" : got);
+    }
+    int index = 0;
+    for (const cJSON *c = cases->child; c; c = c->next, index++) {
+        swa_json_path_index(path, sizeof path, "/cases", index);
+        /* two cases with one name would make ids that differ only by sweep */
+        const cJSON *name = cJSON_IsObject(c) ? cJSON_GetObjectItemCaseSensitive(c, "name") : NULL;
+        int j = 0;
+        for (const cJSON *prev = cases->child; name && cJSON_IsString(name) && prev != c; prev = prev->next, j++) {
+            const cJSON *pn = cJSON_IsObject(prev) ? cJSON_GetObjectItemCaseSensitive(prev, "name") : NULL;
+            if (pn && cJSON_IsString(pn) && strcmp(pn->valuestring, name->valuestring) == 0) {
+                int line, column;
+                char name_path[PATH_N];
+                swa_json_path_key(name_path, sizeof name_path, path, "name");
+                swa_json_line_col(doc, swa_json_value_offset(doc, pn), &line, &column);
+                return swa_json_fail(doc, err, swa_json_value_offset(doc, name), name_path,
+                                     "expected a unique case name, got \"%s\" again (first at line %d, column %d)",
+                                     name->valuestring, line, column);
+            }
+        }
+        if (parse_one_case(doc, err, c, path, defaults, ex, budget))
+            return -1;
+    }
+    return 0;
+}
+
+int swa_case_parse(const char *file_name, const char *text, size_t len, swa_case_list *list,
+                   swa_load_error *err)
+{
+    swa_json_doc doc;
+    if (swa_json_doc_open(&doc, file_name, text, len, err))
+        return -1;
+    char stem[SWA_NAME_MAX];
+    file_stem(file_name, stem, sizeof stem);
+    if (!stem_is_safe(stem) || strlen(stem) > NAME_LEN_MAX) {
+        int rc = swa_json_fail(&doc, err, 0, "",
+                               "expected a file name of 1 to %d letters, digits, '.', '_' or '-' before \".json\" "
+                               "(it starts every case id), got \"%.100s\"", NAME_LEN_MAX, stem);
+        swa_json_doc_close(&doc);
+        return rc;
+    }
+    swa_case_list fresh = {NULL, 0};
+    id_set ids = {list, &fresh, NULL, 0, 0};
+    int rc = 0;
+    for (int i = 0; i < list->count && rc == 0; i++)
+        if (id_set_insert(&ids, i) == -2)
+            rc = swa_json_fail(&doc, err, 0, "", "out of memory");
+    expander ex = {NULL, file_name, stem, NULL, &fresh, 0, &ids};
+    long long budget = SWA_MAX_EXPANDED_CASES;
+    if (rc == 0) {
+        const cJSON *root = doc.root;
+        char got[64];
+        if (!cJSON_IsObject(root)) {
+            swa_case_describe_value(&doc, root, got, sizeof got);
+            rc = swa_json_fail(&doc, err, swa_json_value_offset(&doc, root), "",
+                               "expected a case object or {\"cases\": [...]}, got %s", got);
+        } else if (cJSON_GetObjectItemCaseSensitive(root, "cases")) {
+            rc = parse_container(&doc, err, &ex, &budget);
+        } else {
+            rc = parse_one_case(&doc, err, root, "", NULL, &ex, &budget);
+        }
+    }
+    free(ids.slots);
+    swa_json_doc_close(&doc);
+    if (rc) {
+        for (int i = 0; i < fresh.count; i++)
+            swa_case_free(&fresh.cases[i]);
+        free(fresh.cases);
+        return -1;
+    }
+    if (fresh.count) {
+        swa_case *grown = realloc(list->cases, (size_t)(list->count + fresh.count) * sizeof *grown);
+        if (!grown) {
+            for (int i = 0; i < fresh.count; i++)
+                swa_case_free(&fresh.cases[i]);
+            free(fresh.cases);
+            memset(err, 0, sizeof *err);
+            snprintf(err->file, sizeof err->file, "%s", file_name);
+            snprintf(err->path, sizeof err->path, "/");
+            snprintf(err->message, sizeof err->message, "out of memory");
+            return -1;
+        }
+        memcpy(grown + list->count, fresh.cases, (size_t)fresh.count * sizeof *grown);
+        list->cases = grown;
+        list->count += fresh.count;
+    }
+    free(fresh.cases);
+    return 0;
+}
+
+void swa_load_error_format(const swa_load_error *err, char *buf, size_t n)
+{
+    if (err->line > 0)
+        snprintf(buf, n, "%s:%d:%d: %s: %s", err->file, err->line, err->column, err->path[0] ? err->path : "/",
+                 err->message);
+    else /* nothing to point at: the file could not be read */
+        snprintf(buf, n, "%s: %s", err->file, err->message);
+}

@@ -1,0 +1,112 @@
+/* test_report_console.c — console output when not on a terminal (CI logs):
+ * one line per failing result with the first mismatch line, progress lines,
+ * the summary table, the worst failures with their reproduce commands, and
+ * the Markdown appended to GITHUB_STEP_SUMMARY.
+ *
+ * Run: ctest --test-dir build -R test_report_console --output-on-failure
+ */
+#include <criterion/criterion.h>
+
+#include "harness/console.h"
+#include "test_report_fixture.h"
+
+static char *console_run(swa_run_results *rr, bool verbose, const char *report_dir)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    swa_console *con = swa_console_open(f, rr->count, verbose);
+    cr_assert_not_null(con);
+    for (int i = 0; i < rr->count; i++)
+        swa_console_add(con, &rr->items[i]);
+    swa_console_close(con, rr, report_dir);
+    fclose(f);
+    return buf;
+}
+
+Test(report_console, ci_log_lines_summary_and_worst_failures)
+{
+    unsetenv("GITHUB_STEP_SUMMARY");
+    swa_run_results rr;
+    fix_results(&rr);
+    char *out = console_run(&rr, false, "out");
+
+    cr_expect(strstr(out, "FAIL   prefill/host/bf16  seeds/000_paged_prefill:extend=[6,8,12] [mutant=mask_compiled_out]  "
+                          "Mismatched elements: 640 / 832 (76.9%)\n") != NULL,
+              "failure line of the seed case:\n%s", out);
+    cr_expect(strstr(out, "ERROR  decode_aiter/host/bf16  decode/cuda_graph:batch=8  decode_aiter: incompatible") != NULL,
+              "error line:\n%s", out);
+    cr_expect(strstr(out, "PASS ") == NULL, "passing results are not listed without verbose:\n%s", out);
+    cr_expect(strstr(out, "\033[") == NULL, "no color codes outside a terminal");
+    cr_expect(strstr(out, "[3/6] 50%: 1 passed, 2 failed, 0 errors, 0 skipped") != NULL, "progress line:\n%s", out);
+
+    /* summary table: one row per (backend, device, dtype) */
+    cr_expect(strstr(out, "prefill        host   bf16        0       1       0       0\n") != NULL, "table:\n%s", out);
+    cr_expect(strstr(out, "prefill        cuda   bf16        0       0       0       1\n") != NULL, "table:\n%s", out);
+    cr_expect(strstr(out, "total                            1       3       1       1\n") != NULL, "totals:\n%s", out);
+
+    /* worst failures: by share of mismatched elements, with rerun lines */
+    const char *worst = strstr(out, "Worst failures");
+    cr_assert_not_null(worst, "%s", out);
+    const char *first = strstr(worst, " 1. prefill/host/bf16  seeds/000_paged_prefill");
+    const char *second = strstr(worst, " 2. decode_fa2/host/fp32  <script>");
+    cr_expect(first && second && first < second, "order of worst failures:\n%s", worst);
+    cr_expect(strstr(worst, "    rerun: swadiff run --backend prefill --device host --filter "
+                            "'seeds/000_paged_prefill:extend=[6,8,12]' --mutant mask_compiled_out\n") != NULL,
+              "%s", worst);
+    cr_expect(strstr(worst, "    diagnosis: matches the reference with a tile-granular window") != NULL, "%s", worst);
+    /* control characters from case files never reach the terminal raw */
+    cr_expect(strstr(worst, "never written \\x01 (bell\\x07)") != NULL, "%s", worst);
+    for (const char *p = out; *p; p++)
+        cr_expect((unsigned char)*p >= 0x20 || *p == '\n', "raw control character 0x%02x in the console output",
+                  (unsigned char)*p);
+    cr_expect(strstr(out, "FAILED: 1 passed, 3 failed, 1 errors, 1 skipped in 12.5 s") != NULL, "%s", out);
+    cr_expect(strstr(out, "Report: out/report.html") != NULL, "%s", out);
+    free(out);
+    swa_run_results_free(&rr);
+}
+
+Test(report_console, verbose_lists_every_result_on_one_line_each)
+{
+    unsetenv("GITHUB_STEP_SUMMARY");
+    swa_run_results rr;
+    fix_results(&rr);
+    /* a message with a newline must not break the one-line-per-result log */
+    snprintf(rr.items[4].message, sizeof rr.items[4].message, "first\nsecond");
+    char *out = console_run(&rr, true, NULL);
+    cr_expect(strstr(out, "PASS   decode_fa2/host/fp16  decode/window_sweep:window_left=31,dtype=fp16  All 128 elements") != NULL,
+              "%s", out);
+    cr_expect(strstr(out, "SKIP   prefill/cuda/bf16  models/gemma3_1b:prompt=1500  no CUDA device") != NULL, "%s", out);
+    cr_expect(strstr(out, "decode/cuda_graph:batch=8  first second\n") != NULL, "%s", out);
+    free(out);
+    swa_run_results_free(&rr);
+}
+
+Test(report_console, github_step_summary_markdown)
+{
+    char dir[256], path[300];
+    fix_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/step_summary.md", dir);
+    FILE *pre = fopen(path, "w");
+    fputs("earlier step\n", pre); /* we append, never overwrite */
+    fclose(pre);
+    setenv("GITHUB_STEP_SUMMARY", path, 1);
+    swa_run_results rr;
+    fix_results(&rr);
+    snprintf(rr.items[0].message, sizeof rr.items[0].message, "a | pipe and a `tick`");
+    char *out = console_run(&rr, false, "reports/run-1");
+    unsetenv("GITHUB_STEP_SUMMARY");
+    char *md = fix_read_file(path);
+    cr_assert_not_null(md);
+    cr_expect(strncmp(md, "earlier step\n", 13) == 0, "the summary file must be appended to");
+    cr_expect(strstr(md, "## swadiff: mismatches found") != NULL, "%s", md);
+    cr_expect(strstr(md, "**1** passed, **3** failed, **1** errors, **1** skipped") != NULL, "%s", md);
+    cr_expect(strstr(md, "| prefill | host | bf16 | 0 | 1 | 0 | 0 |") != NULL, "%s", md);
+    cr_expect(strstr(md, "a \\| pipe and a \\`tick\\`") != NULL, "table cells must escape | and `:\n%s", md);
+    cr_expect(strstr(md, "| &lt;script>alert(1)&lt;/script>&]]>\" |") != NULL, "hostile id in a cell:\n%s", md);
+    cr_expect(strstr(md, "```sh\nswadiff run --backend prefill") != NULL, "reproduce block:\n%s", md);
+    cr_expect(strstr(md, "Full report: `reports/run-1/report.html`") != NULL, "%s", md);
+    free(md);
+    free(out);
+    swa_run_results_free(&rr);
+}
