@@ -251,37 +251,27 @@ Test(gpu_decode, fa2_graph_replay_with_larger_batch)
 
 /* -------------------------------------------------------------------------
  * kernel variants (backends/cuda tuning knobs; the tests above run the
- * defaults: 32 rows per warp for 128-row prefill tiles, 2-warp decode CTAs
- * with a 3-deep ring): 64-row prefill CTAs, 4-warp decode, 4-deep ring */
+ * defaults: 32 rows per warp for 128-row prefill tiles, 2-warp decode
+ * CTAs): 64-row prefill CTAs, 4-warp decode CTAs */
 
 #ifdef SWADIFF_HAVE_CUDA /* the knobs exist only in a CUDA build (else main skips with 77) */
-void swa_cuda_set_tuning(int prefill_rows_per_warp, int decode_warps, int decode_stages); /* cuda_device.cu */
+void swa_cuda_set_tuning(int prefill_rows_per_warp, int decode_warps); /* cuda_device.cu */
 
 Test(gpu_variants, prefill_one_m_tile_per_warp)
 {
-    swa_cuda_set_tuning(16, 2, 3);
+    swa_cuda_set_tuning(16, 2);
     for (size_t n = 0; n < N_ELEMS(prefill_shapes); n++)
         check_shape(&prefill_shapes[n], &swa_backend_prefill, false, 0);
 }
 
 Test(gpu_variants, decode_four_warps)
 {
-    swa_cuda_set_tuning(32, 4, 3);
+    swa_cuda_set_tuning(32, 4);
     for (size_t n = 0; n < N_ELEMS(decode_shapes); n++) {
         check_shape(&decode_shapes[n], &swa_backend_decode_fa2, false, 0);
         check_shape(&decode_shapes[n], &swa_backend_decode_aiter, false, 0);
     }
 }
-
-Test(gpu_variants, decode_two_warps_four_stages)
-{
-    swa_cuda_set_tuning(32, 2, 4);
-    for (size_t n = 0; n < N_ELEMS(decode_shapes); n++) {
-        check_shape(&decode_shapes[n], &swa_backend_decode_fa2, false, 0);
-        check_shape(&decode_shapes[n], &swa_backend_decode_aiter, false, 0);
-    }
-}
-
 #endif /* SWADIFF_HAVE_CUDA */
 
 /* -------------------------------------------------------------------------

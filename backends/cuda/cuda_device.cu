@@ -30,16 +30,17 @@ swa_status swa_cuda_fail(swa_error *err, cudaError_t code, const char *stmt, con
 }
 
 /* Defaults from H200 timings (bench_cuda.cu compares the variants, the
- * gpu test validates every one): 128-row prefill tiles as one CTA with two
- * m-tiles per warp (215 vs 165 TFLOP/s causal 8192); decode CTAs of 2 warps
- * (3.48 vs 3.28 TB/s fa2, 3.01 vs 2.64 TB/s aiter, batch 64 x kv 4096). */
-swa_cuda_tuning swa_cuda_tune = {32, 2, 3};
+ * gpu test validates every one; batch 64 x kv 4096, 32/8 heads, hd 128):
+ * 128-row prefill tiles as one CTA with two m-tiles per warp (215 vs 166
+ * TFLOP/s causal 8192); decode CTAs of 2 warps (fa2 3.51 vs 3.35 TB/s,
+ * aiter 3.05 vs 2.64 TB/s).  A 4-deep ring for 2-warp decode was measured
+ * at 1.9 TB/s and dropped. */
+swa_cuda_tuning swa_cuda_tune = {32, 2};
 
-extern "C" void swa_cuda_set_tuning(int prefill_rows_per_warp, int decode_warps, int decode_stages)
+extern "C" void swa_cuda_set_tuning(int prefill_rows_per_warp, int decode_warps)
 {
     swa_cuda_tune.prefill_rows_per_warp = prefill_rows_per_warp;
     swa_cuda_tune.decode_warps = decode_warps;
-    swa_cuda_tune.decode_stages = decode_stages;
 }
 
 const char *swa_cuda_shape_unsupported(swa_dtype dtype, int head_dim, int group_size)

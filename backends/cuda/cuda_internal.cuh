@@ -112,11 +112,10 @@ static inline int swa_cuda_pow2_shift(int n)
 typedef struct swa_cuda_tuning {
     int prefill_rows_per_warp; /* 128-row tiles: 16 (two 64-row CTAs) or 32 (one CTA, two m-tiles per warp) */
     int decode_warps;          /* warps splitting each decode KV tile: 4 (64 keys) or 2 (32 keys) */
-    int decode_stages;         /* 2-warp decode, head_dim <= 128: cp.async ring of 3 or 4 tiles */
 } swa_cuda_tuning;
 extern swa_cuda_tuning swa_cuda_tune; /* cuda_device.cu */
 /* The same knobs for C callers (tests/gpu_test_kernels.c runs every variant). */
-extern "C" void swa_cuda_set_tuning(int prefill_rows_per_warp, int decode_warps, int decode_stages);
+extern "C" void swa_cuda_set_tuning(int prefill_rows_per_warp, int decode_warps);
 
 /* Whether the kernels handle this shape (NULL) or why not. */
 const char *swa_cuda_shape_unsupported(swa_dtype dtype, int head_dim, int group_size);

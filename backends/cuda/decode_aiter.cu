@@ -177,18 +177,13 @@ static swa_status swa_aiter_launch_cfg(const swa_cuda_aiter_params *pp, cudaStre
     return SWA_OK;
 }
 
-/* keys of each KV tile split over 4 warps (64 keys) or 2 (32 keys, more CTAs per SM,
- * optionally a 4-deep ring) */
+/* keys of each KV tile split over 2 warps (32 keys; 4 CTAs per SM, the default)
+ * or 4 (64 keys; 2 CTAs per SM) */
 template <int D, typename T, bool MUT>
 static swa_status swa_aiter_launch_d(const swa_cuda_aiter_params *p, cudaStream_t stream, swa_error *err)
 {
-    if (swa_cuda_tune.decode_warps == 2) {
-        if constexpr (D <= 128) {
-            if (swa_cuda_tune.decode_stages == 4)
-                return swa_aiter_launch_cfg<swa_engine_cfg<D, 1, 2, 1, 4>, T, MUT>(p, stream, err);
-        }
+    if (swa_cuda_tune.decode_warps == 2)
         return swa_aiter_launch_cfg<swa_engine_cfg<D, 1, 2>, T, MUT>(p, stream, err);
-    }
     return swa_aiter_launch_cfg<swa_engine_cfg<D, 1, 4>, T, MUT>(p, stream, err);
 }
 
