@@ -16,6 +16,8 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 swa_status swa_cuda_fail(swa_error *err, cudaError_t code, const char *stmt, const char *file, int line)
 {
@@ -53,60 +55,116 @@ const char *swa_cuda_shape_unsupported(swa_dtype dtype, int head_dim, int group_
 
 // ----------------------------------------------------------------------------
 // discovery
+//
+// CUDA does not survive fork(): a child of a process that has initialised
+// the driver gets cudaErrorInitializationError.  The harness asks
+// available()/describe() in its parent and runs the cases in forked workers,
+// so the parent must never initialise CUDA: the questions are answered by a
+// short-lived probe child (through a pipe) and cached.  Once this process
+// uses the device itself (upload), it asks in-process.
 
-static bool cuda_available(char *why, size_t n)
+typedef struct cuda_probe {
+    int ok, sms;
+    char why[512], desc[512];
+} cuda_probe;
+
+static bool g_cuda_used_here = false; /* set by upload(): CUDA is initialised in this process */
+
+static void cuda_probe_here(cuda_probe *pr)
 {
+    memset(pr, 0, sizeof *pr);
     int count = 0;
     cudaError_t rc = cudaGetDeviceCount(&count);
     if (rc != cudaSuccess) {
-        snprintf(why, n, "no CUDA device: cudaGetDeviceCount: %s (%s)", cudaGetErrorName(rc), cudaGetErrorString(rc));
+        snprintf(pr->why, sizeof pr->why, "no CUDA device: cudaGetDeviceCount: %s (%s)", cudaGetErrorName(rc),
+                 cudaGetErrorString(rc));
         cudaGetLastError();
-        return false;
+        return;
     }
     if (count == 0) {
-        snprintf(why, n, "no CUDA device: cudaGetDeviceCount reports 0 devices");
-        return false;
+        snprintf(pr->why, sizeof pr->why, "no CUDA device: cudaGetDeviceCount reports 0 devices");
+        return;
     }
     cudaDeviceProp prop;
     rc = cudaGetDeviceProperties(&prop, 0);
     if (rc != cudaSuccess) {
-        snprintf(why, n, "no CUDA device: cudaGetDeviceProperties: %s", cudaGetErrorString(rc));
-        return false;
+        snprintf(pr->why, sizeof pr->why, "no CUDA device: cudaGetDeviceProperties: %s", cudaGetErrorString(rc));
+        return;
     }
+    int drv = 0, rt = 0;
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rt);
+    pr->sms = prop.multiProcessorCount;
+    snprintf(pr->desc, sizeof pr->desc, "%.200s, %d SMs, cc %d.%d, %.0f GiB, L2 %d MiB, driver %d.%d, runtime %d.%d",
+             prop.name, prop.multiProcessorCount, prop.major, prop.minor, prop.totalGlobalMem / 1073741824.0,
+             prop.l2CacheSize >> 20, drv / 1000, (drv % 1000) / 10, rt / 1000, (rt % 1000) / 10);
     if (prop.major < 9) {
-        snprintf(why, n, "no CUDA device: %s is compute capability %d.%d; the kernels are built for sm_90 (Hopper)",
-                 prop.name, prop.major, prop.minor);
-        return false;
+        snprintf(pr->why, sizeof pr->why,
+                 "no CUDA device: %.200s is compute capability %d.%d; the kernels are built for sm_90 (Hopper)", prop.name,
+                 prop.major, prop.minor);
+        return;
     }
-    if (n) why[0] = 0;
-    return true;
+    pr->ok = 1;
+}
+
+static const cuda_probe *cuda_probe_get(void)
+{
+    static cuda_probe cached;
+    static bool have = false, have_here = false;
+    if (g_cuda_used_here && !have_here) { /* the answer of this process's own CUDA context */
+        cuda_probe_here(&cached);
+        have = have_here = true;
+    }
+    if (have) return &cached;
+    int fds[2];
+    pid_t pid = -1;
+    if (pipe(fds) == 0) {
+        fflush(NULL);
+        pid = fork();
+        if (pid == 0) {
+            close(fds[0]);
+            cuda_probe pr;
+            cuda_probe_here(&pr);
+            ssize_t w = write(fds[1], &pr, sizeof pr);
+            _exit(w == (ssize_t)sizeof pr ? 0 : 1);
+        }
+        close(fds[1]);
+        if (pid > 0) {
+            size_t got = 0;
+            while (got < sizeof cached) {
+                ssize_t r = read(fds[0], (char *)&cached + got, sizeof cached - got);
+                if (r <= 0) break;
+                got += (size_t)r;
+            }
+            int status = 0;
+            waitpid(pid, &status, 0);
+            if (got != sizeof cached) {
+                memset(&cached, 0, sizeof cached);
+                snprintf(cached.why, sizeof cached.why, "no CUDA device: the device probe process died (status %d)",
+                         status);
+            }
+        }
+        close(fds[0]);
+    }
+    if (pid < 0) cuda_probe_here(&cached); /* no fork: ask here (CUDA then lives in this process) */
+    have = true;
+    return &cached;
+}
+
+static bool cuda_available(char *why, size_t n)
+{
+    const cuda_probe *pr = cuda_probe_get();
+    if (n) snprintf(why, n, "%s", pr->ok ? "" : pr->why);
+    return pr->ok != 0;
 }
 
 static void cuda_describe(char *buf, size_t n)
 {
-    cudaDeviceProp prop;
-    int drv = 0, rt = 0;
-    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
-        cudaGetLastError();
-        snprintf(buf, n, "CUDA: no device");
-        return;
-    }
-    cudaDriverGetVersion(&drv);
-    cudaRuntimeGetVersion(&rt);
-    snprintf(buf, n, "%s, %d SMs, cc %d.%d, %.0f GiB, L2 %d MiB, driver %d.%d, runtime %d.%d", prop.name,
-             prop.multiProcessorCount, prop.major, prop.minor, prop.totalGlobalMem / 1073741824.0,
-             prop.l2CacheSize >> 20, drv / 1000, (drv % 1000) / 10, rt / 1000, (rt % 1000) / 10);
+    const cuda_probe *pr = cuda_probe_get();
+    snprintf(buf, n, "%s", pr->desc[0] ? pr->desc : "CUDA: no device");
 }
 
-static int cuda_num_sms(void)
-{
-    int sms = 0;
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) {
-        cudaGetLastError();
-        return 0;
-    }
-    return sms;
-}
+static int cuda_num_sms(void) { return cuda_probe_get()->sms; }
 
 // ----------------------------------------------------------------------------
 // inputs
@@ -172,6 +230,7 @@ static swa_status cuda_upload_inner(const swa_inputs *in, swa_cuda_inputs *d, sw
 static swa_status cuda_upload(const swa_inputs *in, void **dev_inputs, swa_error *err)
 {
     *dev_inputs = NULL;
+    g_cuda_used_here = true;
     swa_cuda_inputs *d = (swa_cuda_inputs *)calloc(1, sizeof *d);
     if (!d) return swa_error_set(err, SWA_ERR_NOMEM, "cuda upload: out of host memory");
     swa_status st = cuda_upload_inner(in, d, err);
