@@ -223,10 +223,11 @@ SWA_HD static inline float swa_online_rescale(float m_old, float m_new)
     return m_old == -INFINITY ? 0.0f : exp2f(m_old - m_new);
 }
 
-/* Base-2 LSE of a finished state: m + log2(d); -inf when nothing was seen. */
+/* Base-2 LSE of a finished state: m + log2(d); -inf when nothing was seen
+ * (a NaN d from a poisoned key stays NaN). */
 SWA_HD static inline float swa_state_lse(float m, float d)
 {
-    return d > 0.0f ? m + log2f(d) : -INFINITY;
+    return d == 0.0f ? -INFINITY : m + log2f(d);
 }
 
 /* Weight of one partial state in a merge: 2^(lse_part - lse_max); 0 for an

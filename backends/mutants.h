@@ -58,6 +58,10 @@
       "page table indexed one entry too far: reads a page the request does not own", "paged KV")       \
     X(OOB_WRITE, "oob_write", 0, "decode_fa2",                                                           \
       "writes past the end of the output on purpose (guard bytes / device fault isolation)",           \
+      "robustness check")                                                                               \
+    X(DEVICE_FAULT, "device_fault", 0, "decode_fa2",                                                     \
+      "writes far outside every allocation: an illegal-address fault on a GPU (a SIGSEGV on the "      \
+      "host); proves that one faulting case does not lose the others (not part of selftest)",          \
       "robustness check")
 
 typedef enum {

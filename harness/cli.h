@@ -5,6 +5,7 @@
 
 #include "../backends/backend.h"
 #include "case.h"
+#include "results.h"
 
 int swa_cmd_run(int argc, char **argv, const char *prog);
 int swa_cmd_validate(int argc, char **argv);
@@ -25,6 +26,10 @@ int swa_cli_load_cases(int npaths, char **paths, swa_case_list *list);
 const swa_device_ops *swa_cli_device(const char *name, int *exit_code);
 /* Parses "I/N" (1 <= I <= N).  Returns 0 or -1. */
 int swa_cli_parse_shard(const char *s, int *index, int *count);
+/* Fills the report environment: version, git revision, host, device, the
+ * command line (prog followed by argv). */
+void swa_cli_environment(swa_environment *env, const swa_device_ops *dev, int argc, char **argv,
+                         const char *prog);
 /* Parses a comma-separated backend list into SWA_BACKEND_* flags; 0 on error. */
 unsigned swa_cli_parse_backends(const char *s, char *bad, size_t n);
 

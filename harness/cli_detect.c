@@ -8,6 +8,7 @@
  *
  * Tested by tests/test_detect.c; CI runs `swadiff selftest --device host`. */
 #include <getopt.h>
+#include <stdarg.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 
 #include "cli.h"
 #include "explain.h"
+#include "report.h"
 #include "run.h"
 
 /* ---------------------------------------------------------------------------
@@ -66,6 +68,76 @@ static const char *file_stem(const char *path, char *buf, size_t n)
     return buf;
 }
 
+/* Appends printf-style text to a growing buffer. */
+static void append(char **buf, size_t *cap, size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int k = vsnprintf(*buf ? *buf + *len : NULL, *buf ? *cap - *len : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0 || !*buf)
+            return;
+        if (*len + (size_t)k < *cap) {
+            *len += (size_t)k;
+            return;
+        }
+        char *grown = realloc(*buf, *cap * 2 + (size_t)k);
+        if (!grown)
+            return;
+        *buf = grown;
+        *cap = *cap * 2 + (size_t)k;
+    }
+}
+
+/* The kill matrix as an HTML section (mutants x case files). */
+static void html_matrix(char **buf, size_t *cap, size_t *len, const cJSON *root, char files[][SWA_PATH_MAX],
+                        int nfiles)
+{
+    char stem[128];
+    const cJSON *mutants = cJSON_GetObjectItem(root, "mutants");
+    append(buf, cap, len, "<section id=\"selftest\"><h2>Selftest: mutant kill matrix</h2>\n<p>Each row is a known bug "
+           "(<code>swadiff list mutants</code>) switched on; each cell the largest mismatch ratio among the "
+           "results of that case file that it broke (&#8212;: not killed by that file; blank: the file has no "
+           "case for the mutant's backends). The table below lists the unmutated run.</p>\n"
+           "<div style=\"overflow-x:auto\"><table class=\"overview\"><thead><tr><th>mutant</th><th>class</th>"
+           "<th>killed</th>");
+    for (int f = 0; f < nfiles; f++) {
+        char *e = swa_html_escape(file_stem(files[f], stem, sizeof stem));
+        append(buf, cap, len, "<th>%s</th>", e ? e : "");
+        free(e);
+    }
+    append(buf, cap, len, "</tr></thead><tbody>\n");
+    const cJSON *m;
+    cJSON_ArrayForEach(m, mutants) {
+        bool killed = cJSON_IsTrue(cJSON_GetObjectItem(m, "killed"));
+        char *name = swa_html_escape(cJSON_GetObjectItem(m, "name")->valuestring);
+        append(buf, cap, len, "<tr><td><code>%s</code></td><td>%d</td><td>%s</td>", name ? name : "",
+               cJSON_GetObjectItem(m, "class")->valueint,
+               killed ? "yes" : "<b style=\"color:#b00\">SURVIVED</b>");
+        free(name);
+        for (int f = 0; f < nfiles; f++) {
+            const cJSON *cell = NULL, *c;
+            cJSON_ArrayForEach(c, cJSON_GetObjectItem(m, "files"))
+                if (!strcmp(cJSON_GetObjectItem(c, "file")->valuestring, files[f]))
+                    cell = c;
+            if (!cell) {
+                append(buf, cap, len, "<td></td>");
+            } else if (cJSON_GetObjectItem(cell, "killed")->valueint == 0) {
+                append(buf, cap, len, "<td>&#8212;</td>");
+            } else {
+                double ratio = cJSON_GetObjectItem(cell, "max_ratio")->valuedouble;
+                if (ratio > 0)
+                    append(buf, cap, len, "<td>%.1f%%</td>", 100 * ratio);
+                else
+                    append(buf, cap, len, "<td>guard/error</td>");
+            }
+        }
+        append(buf, cap, len, "</tr>\n");
+    }
+    append(buf, cap, len, "</tbody></table></div></section>\n");
+}
+
 static int selftest_usage(FILE *f)
 {
     fprintf(f,
@@ -78,7 +150,8 @@ static int selftest_usage(FILE *f)
             "\n"
             "  -d, --device D     host | cuda | hip | auto (default auto)\n"
             "  -m, --mutant NAME  only this mutant (repeatable)\n"
-            "  -r, --report DIR   write DIR/selftest.json\n"
+            "  -r, --report DIR   write DIR/selftest.json, and the unmutated run's report\n"
+            "                     (report.html with the kill matrix on top, report.json, junit.xml)\n"
             "  -h, --help         this text\n");
     return f == stdout ? SWA_EXIT_OK : SWA_EXIT_USAGE;
 }
@@ -100,7 +173,7 @@ int swa_cmd_selftest(int argc, char **argv, const char *prog)
         case 'd': device_name = optarg; break;
         case 'm': {
             swa_mutant m = swa_mutant_by_name(optarg);
-            if (m == SWA_MUTANT_COUNT || m == SWA_MUTANT_NONE) {
+            if (m == SWA_MUTANT_COUNT || m == SWA_MUTANT_NONE || m == SWA_MUTANT_DEVICE_FAULT) {
                 fprintf(stderr, "swadiff selftest: --mutant %s: unknown (see `swadiff list mutants`)\n", optarg);
                 return SWA_EXIT_USAGE;
             }
@@ -132,6 +205,8 @@ int swa_cmd_selftest(int argc, char **argv, const char *prog)
     char baseline_first[1024] = "";
     swa_run_config cfg = {.device = dev, .quiet = true, .no_isolate = true, .argv0 = prog};
     double t0 = swa_now();
+    swa_run_results baseline = {0};
+    baseline.started = t0;
 
     int n;
     const swa_backend *const *bs = swa_backends(&n);
@@ -155,6 +230,8 @@ int swa_cmd_selftest(int argc, char **argv, const char *prog)
         for (int m = 0; m < SWA_MUTANT_COUNT; m++) {
             if (m != SWA_MUTANT_NONE && any_only && !only[m])
                 continue;
+            if (m == SWA_MUTANT_DEVICE_FAULT) /* crashes on purpose: tested by the fault-isolation tests */
+                continue;
             if (m != SWA_MUTANT_NONE && !mutant_touches((swa_mutant)m, c->backends))
                 continue;
             cfg.mutant = (swa_mutant)m;
@@ -164,6 +241,11 @@ int swa_cmd_selftest(int argc, char **argv, const char *prog)
                 swa_result r;
                 swa_run_one(&cfg, &ctx, bs[b], &r, NULL, NULL);
                 bool dead = r.outcome == SWA_OUTCOME_FAILED || r.outcome == SWA_OUTCOME_ERROR;
+                if (m == SWA_MUTANT_NONE && report_dir) {
+                    swa_result copy = r;
+                    if (swa_compare_result_copy(&copy.cmp, &r.cmp) == 0)
+                        swa_run_results_add(&baseline, &copy);
+                }
                 if (m == SWA_MUTANT_NONE) {
                     baseline_runs++;
                     if (dead) {
@@ -211,7 +293,7 @@ int swa_cmd_selftest(int argc, char **argv, const char *prog)
     cJSON_AddStringToObject(jb, "first_failure", baseline_first);
     cJSON *jm = cJSON_AddArrayToObject(root, "mutants");
     for (int m = 1; m < SWA_MUTANT_COUNT; m++) {
-        if (any_only && !only[m])
+        if ((any_only && !only[m]) || m == SWA_MUTANT_DEVICE_FAULT)
             continue;
         const swa_mutant_info *mi = swa_mutant_get((swa_mutant)m);
         bool killed = false;
@@ -255,6 +337,22 @@ int swa_cmd_selftest(int argc, char **argv, const char *prog)
                : runs ? "SURVIVED every case it ran on" : "no case exercises its backend");
     }
     bool ok = baseline_bad == 0 && survivors == 0;
+    if (report_dir) {
+        /* the unmutated run's report, with the kill matrix on top */
+        size_t cap = 1 << 16, len = 0;
+        char *html = malloc(cap);
+        html_matrix(&html, &cap, &len, root, files, nfiles);
+        swa_cli_environment(&baseline.env, dev, argc, argv, prog);
+        baseline.duration = swa_now() - t0;
+        baseline.exitcode = ok ? SWA_EXIT_OK : SWA_EXIT_MISMATCH;
+        baseline.extra_html = html;
+        swa_error werr = {0};
+        mkdir(report_dir, 0777);
+        if (swa_report_write_all(&baseline, report_dir, &werr) != SWA_OK)
+            fprintf(stderr, "swadiff selftest: %s\n", werr.message);
+        free(html);
+    }
+    swa_run_results_free(&baseline);
     cJSON_AddNumberToObject(root, "survivors", survivors);
     cJSON_AddBoolToObject(root, "passed", ok);
     printf("\n%s: %d mutant%s survived; unmutated %s\n", ok ? "PASSED" : "FAILED", survivors,

@@ -112,7 +112,7 @@ unsigned swa_cli_parse_backends(const char *s, char *bad, size_t n)
     return mask;
 }
 
-static void fill_environment(swa_environment *env, const swa_device_ops *dev, int argc, char **argv,
+void swa_cli_environment(swa_environment *env, const swa_device_ops *dev, int argc, char **argv,
                              const char *prog)
 {
     memset(env, 0, sizeof *env);
@@ -149,6 +149,7 @@ static int run_usage(FILE *f)
             "  -s, --shard I/N     run only shard I of N (1-based, deterministic round robin\n"
             "                      over the selected cases in load order)\n"
             "  -m, --mutant NAME   switch on a known bug (swadiff list mutants)\n"
+            "      --mutant-only ID  apply --mutant only to cases whose id matches ID (glob)\n"
             "      --dump DIR      write inputs, reference and outputs as .npy per case\n"
             "      --timeout SEC   per (case, backend) time limit, reported as error: timeout\n"
             "      --no-explain    don't attach a diagnosis to failing results\n"
@@ -170,10 +171,10 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         {"shard", required_argument, 0, 's'},  {"mutant", required_argument, 0, 'm'},
         {"dump", required_argument, 0, 'D'},   {"timeout", required_argument, 0, 'T'},
         {"no-explain", no_argument, 0, 'E'},   {"quiet", no_argument, 0, 'q'},
-        {"no-isolate", no_argument, 0, 'I'},
+        {"no-isolate", no_argument, 0, 'I'},   {"mutant-only", required_argument, 0, 'O'},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
     };
-    const char *device_name = "auto", *report_dir = NULL, *dump_dir = NULL;
+    const char *device_name = "auto", *report_dir = NULL, *dump_dir = NULL, *mutant_only = NULL;
     const char *filters[64];
     int nfilters = 0, shard_i = 1, shard_n = 1;
     unsigned backend_mask = 0;
@@ -227,6 +228,7 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         }
         case 'E': explain = false; break;
         case 'I': no_isolate = true; break;
+        case 'O': mutant_only = optarg; break;
         case 'q': quiet = true; break;
         case 'h': return run_usage(stdout);
         default: return run_usage(stderr);
@@ -269,10 +271,11 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
     swa_run_config cfg = {
         .device = dev, .backend_mask = backend_mask, .mutant = mutant, .dump_dir = dump_dir,
         .timeout = timeout, .explain_failures = explain, .quiet = quiet, .no_isolate = no_isolate,
+        .mutant_only = mutant_only,
         .argv0 = prog,
     };
     swa_run_results rr = {0};
-    fill_environment(&rr.env, dev, argc, argv, prog);
+    swa_cli_environment(&rr.env, dev, argc, argv, prog);
     rr.started = swa_now();
     rc = swa_run_selected(&cfg, &all, selected, nsel, report_dir, &rr);
     free(selected);

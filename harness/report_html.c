@@ -648,6 +648,8 @@ int swa_report_write_html(const swa_run_results *rr, FILE *f)
         return -1;
     swa_report_order(rr, order);
     put_header(f, rr);
+    if (rr->extra_html)
+        fputs(rr->extra_html, f);
     if (rr->count == 0)
         fputs("<section><p class=\"empty\">No results yet.</p></section>\n", f);
     else

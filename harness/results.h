@@ -60,6 +60,9 @@ typedef struct swa_run_results {
     int count, capacity;
     swa_environment env;
     double started;              /* unix time, seconds */
+    /* Optional HTML section (already escaped, owned by the caller) that
+     * report.html shows above the cases: selftest's kill matrix. */
+    const char *extra_html;
     double duration;
     int exitcode;
 } swa_run_results;

@@ -8,6 +8,7 @@
  * Tested by tests/test_run.c and, end to end, by ci/run-harness.sh. */
 #include "run.h"
 
+#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,10 +192,14 @@ static uint8_t *guarded_alloc(size_t size)
     return p;
 }
 
-void swa_run_one(const swa_run_config *cfg, swa_case_ctx *ctx, const swa_backend *b, swa_result *r,
+void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_backend *b, swa_result *r,
                  void **out_copy, float **lse_copy)
 {
     const swa_case *c = ctx->c;
+    swa_run_config cfg_local = *cfg_in;
+    if (cfg_in->mutant_only && fnmatch(cfg_in->mutant_only, c->id, 0) != 0)
+        cfg_local.mutant = SWA_MUTANT_NONE;
+    const swa_run_config *cfg = &cfg_local;
     double t0 = swa_now();
     memset(r, 0, sizeof *r);
     snprintf(r->id, sizeof r->id, "%s", c->id);

@@ -17,6 +17,7 @@ typedef struct swa_run_config {
     const swa_device_ops *device;
     unsigned backend_mask;      /* 0: every backend the case names */
     swa_mutant mutant;
+    const char *mutant_only;    /* NULL, or an id glob: the mutant applies to matching cases only */
     const char *dump_dir;       /* NULL: no dump */
     double timeout;             /* seconds per (case, backend); 0: none */
     bool explain_failures;      /* attach a diagnosis to failing results */

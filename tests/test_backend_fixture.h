@@ -17,14 +17,6 @@
 
 #include "backends/backend.h"
 #include "backends/host/host_device.h"
-#include "harness/compare.h"
-
-/* Link shim: harness/results.c (in swadiff_core, pulled in for
- * swa_error_set) calls swa_compare_result_free, which lives in
- * harness/compare.c on another branch.  A weak definition lets these tests
- * link before that lands; once compare.c is in the library its strong
- * definition wins and this one is never used. */
-__attribute__((weak)) void swa_compare_result_free(swa_compare_result *r) { (void)r; }
 
 typedef struct fx_spec {
     int num_requests;
@@ -215,10 +207,27 @@ static inline void fx_inputs_free(swa_inputs *in)
     free(kv->k_pages); free(kv->v_pages); free(kv->block_tables); free(kv->context_lens);
 }
 
-/* The spec, in double, as plain loops (DESIGN.md §1). */
-static inline void fx_reference(const swa_case *c, const swa_inputs *in, double *out, double *lse)
+/* A mask hypothesis (what a buggy kernel may apply instead of the spec),
+ * for checking that each mutant reproduces exactly the bug it names. */
+typedef struct fx_variant {
+    int window_left;      /* the window actually applied */
+    bool top_left;        /* p = i */
+    bool anchor_request;  /* window measured from the request's first new token */
+    int tile_rows;        /* > 0: per-element window mask gone, only the tile's KV-start skip */
+    int tile_kv_align;
+} fx_variant;
+
+static inline fx_variant fx_variant_spec(const swa_case *c)
 {
-    int Hq = c->num_qo_heads, Hk = c->num_kv_heads, D = c->head_dim, group = Hq / Hk;
+    fx_variant v = {.window_left = c->window_left};
+    return v;
+}
+
+/* Attention in double, as plain loops (DESIGN.md §1), under variant v. */
+static inline void fx_reference_variant(const swa_case *c, const swa_inputs *in, const fx_variant *v, double *out,
+                                        double *lse)
+{
+    int Hq = c->num_qo_heads, Hk = c->num_kv_heads, D = c->head_dim, group = Hq / Hk, L = v->window_left;
     int max_kv = 1;
     for (int r = 0; r < c->num_requests; r++)
         if (c->kv_len[r] > max_kv)
@@ -228,11 +237,22 @@ static inline void fx_reference(const swa_case *c, const swa_inputs *in, double 
         for (int i = 0; i < c->qo_len[r]; i++)
             for (int h = 0; h < Hq; h++) {
                 int row = in->qo_indptr[r] + i, hk = h / group;
-                long p = (long)c->kv_len[r] - c->qo_len[r] + i;
+                long prefix = (long)c->kv_len[r] - c->qo_len[r];
+                long p = v->top_left ? i : prefix + i;
+                long left = 0;
+                if (L >= 0 && v->tile_rows > 0) {
+                    long pr0 = ((long)i * group + h % group) / v->tile_rows * v->tile_rows;
+                    long i_first = pr0 / group;
+                    long p_first = v->top_left ? i_first : prefix + i_first;
+                    long ws = p_first - L > 0 ? p_first - L : 0;
+                    left = ws - ws % v->tile_kv_align;
+                } else if (L >= 0) {
+                    left = (v->anchor_request ? prefix : p) - L;
+                }
                 const float *q = in->q + ((size_t)row * Hq + h) * D;
                 double mx = -INFINITY;
                 for (int k = 0; k < c->kv_len[r]; k++) {
-                    bool visible = (!c->causal || k <= p) && (c->window_left < 0 || k >= p - c->window_left);
+                    bool visible = (!c->causal || k <= p) && k >= left;
                     if (!visible) {
                         w[k] = -INFINITY;
                         continue;
@@ -269,6 +289,12 @@ static inline void fx_reference(const swa_case *c, const swa_inputs *in, double 
                     lse[(size_t)row * Hq + h] = mx == -INFINITY ? -INFINITY : mx + log(sum);
             }
     free(w);
+}
+
+static inline void fx_reference(const swa_case *c, const swa_inputs *in, double *out, double *lse)
+{
+    fx_variant v = fx_variant_spec(c);
+    fx_reference_variant(c, in, &v, out, lse);
 }
 
 static inline void fx_warn(void *ctx, const char *backend, const char *message)

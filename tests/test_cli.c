@@ -270,3 +270,89 @@ Test(cli, case_too_large_for_memory_is_refused_before_allocating)
     cr_assert_geq(refused, 3, "expected the large cases refused with a memory message:\n%s", log);
     cJSON_Delete(j);
 }
+
+Test(cli, selftest_fails_when_a_mutant_survives_and_passes_when_killed)
+{
+    char out[16384], cmd[1024], path[512];
+    /* five.json runs decode_fa2 only: the AITER mapping mutant cannot be killed */
+    int rc = run(SWADIFF_BINARY " selftest --device host --mutant aiter_s_eq_l " DATA "/five.json", out, sizeof out);
+    cr_assert_eq(rc, 1, "exit %d:\n%s", rc, out);
+    cr_assert(strstr(out, "aiter_s_eq_l") && strstr(out, "NO"), "%s", out);
+    /* the off-by-one left bound is killed by the window_left 31 decode cases */
+    snprintf(cmd, sizeof cmd, SWADIFF_BINARY " selftest --device host --mutant left_bound_gt --report %s/st " DATA
+             "/five.json", tmpdir);
+    rc = run(cmd, out, sizeof out);
+    cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+    snprintf(path, sizeof path, "%s/st/selftest.json", tmpdir);
+    cJSON *j = read_json(path);
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "passed")));
+    cJSON *m = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "mutants"), 0);
+    cr_assert_str_eq(cJSON_GetObjectItem(m, "name")->valuestring, "left_bound_gt");
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(m, "killed")));
+    cJSON_Delete(j);
+    snprintf(path, sizeof path, "%s/st/report.html", tmpdir);
+    cr_assert_eq(access(path, F_OK), 0, "selftest --report writes report.html with the kill matrix");
+}
+
+Test(cli, shrink_writes_a_smaller_case_that_still_fails)
+{
+    char out[16384], cmd[2048], path[512];
+    int rc = run(SWADIFF_BINARY " list cases " DATA "/five.json", out, sizeof out);
+    cr_assert_eq(rc, 0);
+    char *save = NULL, *id = strtok_r(out, "\n", &save);
+    for (int i = 0; i < 4; i++) /* the kv_len 257 case */
+        id = strtok_r(NULL, "\n", &save);
+    cr_assert(id);
+    snprintf(path, sizeof path, "%s/small.json", tmpdir);
+    snprintf(cmd, sizeof cmd, SWADIFF_BINARY " shrink '%s' --backend decode_fa2 --mutant left_bound_gt --device host"
+             " --out %s " DATA "/five.json", id, path);
+    char log[8192];
+    rc = run(cmd, log, sizeof log);
+    cr_assert_eq(rc, 0, "exit %d:\n%s", rc, log);
+    cr_assert(strstr(log, "rerun: ") != NULL, "shrink prints the rerun command:\n%s", log);
+    cJSON *j = read_json(path);
+    cJSON *req = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "requests"), 0);
+    int kv = cJSON_GetObjectItem(req, "kv_len")->valueint;
+    cr_assert_lt(kv, 257, "kv_len not reduced: %d", kv);
+    cr_assert_eq(cJSON_GetObjectItem(j, "num_kv_heads")->valueint, 1);
+    cJSON_Delete(j);
+    /* the written case still fails under the mutant and passes without it */
+    snprintf(cmd, sizeof cmd, SWADIFF_BINARY " run --device host --quiet --mutant left_bound_gt %s", path);
+    cr_assert_eq(run(cmd, NULL, 0), 1);
+    snprintf(cmd, sizeof cmd, SWADIFF_BINARY " run --device host --quiet %s", path);
+    cr_assert_eq(run(cmd, NULL, 0), 0);
+}
+
+Test(cli, device_fault_mutant_in_case_2_of_5_keeps_the_other_results)
+{
+    /* the same proof as above through the device_fault mutant, restricted to
+     * case 2 with --mutant-only (on the H200 this is a real illegal address) */
+    char out[16384], cmd[2048], path[512];
+    int rc = run(SWADIFF_BINARY " list cases " DATA "/five.json", out, sizeof out);
+    cr_assert_eq(rc, 0);
+    char *save = NULL, *first = strtok_r(out, "\n", &save), *second = strtok_r(NULL, "\n", &save);
+    cr_assert(first && second);
+    snprintf(cmd, sizeof cmd, SWADIFF_BINARY " run --device host --mutant device_fault --mutant-only '%s' --report "
+             "%s/r " DATA "/five.json", second, tmpdir);
+    char log[16384];
+    rc = run(cmd, log, sizeof log);
+    cr_assert_eq(rc, 3, "exit %d:\n%s", rc, log);
+    snprintf(path, sizeof path, "%s/r/report.json", tmpdir);
+    cJSON *j = read_json(path);
+    cJSON *cases = cJSON_GetObjectItem(j, "cases");
+    cr_assert_eq(cJSON_GetArraySize(cases), 5);
+    int passed = 0;
+    for (int k = 0; k < 5; k++) {
+        cJSON *x = cJSON_GetArrayItem(cases, k);
+        const char *o = cJSON_GetObjectItem(x, "outcome")->valuestring;
+        if (!strcmp(cJSON_GetObjectItem(x, "id")->valuestring, second)) {
+            cr_assert_str_eq(o, "error");
+            cr_assert(strstr(cJSON_GetObjectItem(x, "message")->valuestring, "signal 11"), "%s",
+                      cJSON_GetObjectItem(x, "message")->valuestring);
+        } else {
+            passed += !strcmp(o, "passed");
+        }
+    }
+    cr_assert_eq(passed, 4);
+    cJSON_Delete(j);
+}

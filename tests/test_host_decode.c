@@ -184,14 +184,18 @@ Test(host_decode, foreign_page_read_reads_poison_or_foreign_keys)
 {
     /* the last request's last page looked up one entry too far lands on the
      * spare (NaN-poisoned) page the plan pads the table with */
-    const decode_e2e *t = &e2e_cases[0];
-    fx f;
-    setup_case(&f, t, false);
-    swa_error err = {0};
-    cr_assert_eq(fx_run(&f, FA2, SWA_MUTANT_FOREIGN_PAGE_READ, false, &err), SWA_OK, "%s", err.message);
-    int last = t->num_requests - 1;
-    size_t row = (size_t)last * f.c.num_qo_heads * f.c.head_dim;
-    float v = swa_load(f.c.dtype, f.o.out, row);
-    cr_expect(v != v, "request %d read its last page from the spare entry: expected NaN, got %g", last, v);
-    fx_teardown(&f);
+    const swa_backend *backends[] = {FA2, AITER};
+    for (int b = 0; b < 2; b++) {
+        const decode_e2e *t = &e2e_cases[0];
+        fx f;
+        setup_case(&f, t, false);
+        swa_error err = {0};
+        cr_assert_eq(fx_run(&f, backends[b], SWA_MUTANT_FOREIGN_PAGE_READ, false, &err), SWA_OK, "%s", err.message);
+        int last = t->num_requests - 1;
+        size_t row = (size_t)last * f.c.num_qo_heads * f.c.head_dim;
+        float v = swa_load(f.c.dtype, f.o.out, row);
+        cr_expect(v != v, "%s: request %d read its last page from the spare entry: expected NaN, got %g",
+                  backends[b]->name, last, v);
+        fx_teardown(&f);
+    }
 }

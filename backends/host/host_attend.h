@@ -143,7 +143,7 @@ static inline void host_row_store(const host_row *row, const host_softmax_cfg *c
                                   float *lse, swa_mutant m)
 {
     size_t base = ((size_t)row->out_row * num_qo_heads + row->qo_head) * cfg->head_dim;
-    float inv = row->d > 0.0f ? 1.0f / row->d : 0.0f;
+    float inv = row->d == 0.0f ? 0.0f : 1.0f / row->d; /* NaN stays NaN */
     for (int e = 0; e < cfg->head_dim; e++)
         swa_store(cfg->dtype, out, base + e, row->acc[e] * inv);
     if (lse)
@@ -156,7 +156,7 @@ static inline void host_row_store_partial(const host_row *row, int slot, int num
                                           float *o_part, float *lse_part)
 {
     size_t base = ((size_t)slot * num_qo_heads + row->qo_head) * head_dim;
-    float inv = row->d > 0.0f ? 1.0f / row->d : 0.0f;
+    float inv = row->d == 0.0f ? 0.0f : 1.0f / row->d; /* NaN stays NaN */
     for (int e = 0; e < head_dim; e++)
         o_part[base + e] = row->acc[e] * inv;
     lse_part[(size_t)slot * num_qo_heads + row->qo_head] = swa_state_lse(row->m, row->d);

@@ -20,6 +20,7 @@
 #include "host_attend.h"
 #include "host_device.h"
 
+#include <signal.h>
 #include <stdio.h>
 
 #define HOST_FA2_TILE 32
@@ -115,6 +116,8 @@ swa_status swa_host_run_decode_fa2(const swa_decode_fa2_plan *p, int grid_work, 
     }
     if (p->mutant == SWA_MUTANT_OOB_WRITE)
         host_oob_write(o, p->dtype);
+    if (p->mutant == SWA_MUTANT_DEVICE_FAULT)
+        raise(SIGSEGV); /* what an illegal address does to a GPU context, simulated */
 done:
     free(rows);
     free(k_tile);
@@ -133,70 +136,97 @@ typedef struct aiter_partition {
     float max_logit, exp_sum;
 } aiter_partition;
 
-/* One partition of one (seq, qo head): fills *part and tmp_out[D]. */
-static void aiter_partition_run(const swa_decode_aiter_plan *p, const swa_inputs *in, int s, int hk, int h, int j,
-                                const float *q, float *logits, float *vrow, aiter_partition *part, float *tmp_out)
+typedef struct aiter_scratch {
+    float *q;       /* [G][D] the group's queries */
+    float *logits;  /* [G][partition_size] */
+    float *krow, *vrow;
+} aiter_scratch;
+
+static size_t aiter_kv_offset(const swa_decode_aiter_plan *p, const int *blocks, int num_blocks, int t, int hk,
+                              swa_mutant page_mutant)
 {
-    int D = p->head_dim, ctx = p->context_lens[s], P = p->partition_size;
+    int entry = swa_page_entry(0, num_blocks, t, p->block_size, page_mutant);
+    return swa_pool_offset(p->layout, blocks[entry], t % p->block_size, hk, p->block_size, p->num_kv_heads,
+                           p->head_dim);
+}
+
+/* One CTA: partition j of seq s for kv head hk and its G qo heads.  Fills
+ * part[g] and tmp_out[g][D]. */
+static void aiter_partition_run(const swa_decode_aiter_plan *p, const swa_inputs *in, int s, int hk, int j,
+                                aiter_scratch *sc, aiter_partition *part, float *tmp_out)
+{
+    int D = p->head_dim, G = p->group_size, ctx = p->context_lens[s], P = p->partition_size;
     int start = j * P, end = swa_imin(start + P, ctx);
     int S = p->sliding_window;
     bool cap_on = p->soft_cap > 0;
+    bool quirk = p->mutant == SWA_MUTANT_SOFTCAP_BEFORE_MASK && cap_on; /* hoisted */
+    swa_mutant page_mutant = p->mutant == SWA_MUTANT_FOREIGN_PAGE_READ ? p->mutant : SWA_MUTANT_NONE;
     const int *blocks = p->block_tables + (size_t)s * p->max_blocks_per_seq;
     int num_blocks = swa_ceil_div(ctx, p->block_size);
-    float mx = -INFINITY;
     bool any = false;
+    for (int g = 0; g < G; g++)
+        part[g].max_logit = -INFINITY;
     for (int t = start; t < end; t++) {
+        float *lg = sc->logits + (t - start);
         bool masked = S > 0 && t < ctx - S;
-        if (masked && !(p->mutant == SWA_MUTANT_SOFTCAP_BEFORE_MASK && cap_on)) {
-            logits[t - start] = -INFINITY;
-            continue;
+        if (masked) {
+            /* excluded, or under the AITER quirk -FLT_MAX then the cap:
+             * logit -soft_cap for every head */
+            for (int g = 0; g < G; g++)
+                lg[(size_t)g * P] = quirk ? -p->soft_cap * SWA_LOG2E : -INFINITY;
+            if (!quirk)
+                continue;
+        } else {
+            size_t off = aiter_kv_offset(p, blocks, num_blocks, t, hk, page_mutant);
+            for (int e = 0; e < D; e++)
+                sc->krow[e] = swa_load(p->dtype, in->paged.k_pages, off + e);
+            for (int g = 0; g < G; g++) {
+                const float *q = sc->q + (size_t)g * D;
+                float qk = 0.0f;
+                for (int e = 0; e < D; e++)
+                    qk += q[e] * sc->krow[e];
+                lg[(size_t)g * P] = swa_logit_log2(qk, p->scale, p->soft_cap, cap_on);
+            }
         }
         any = true;
-        float lg;
-        if (masked) { /* AITER quirk: -FLT_MAX then the cap: logit -soft_cap */
-            lg = -p->soft_cap * SWA_LOG2E;
-        } else {
-            int entry = swa_page_entry(0, num_blocks, t, p->block_size, p->mutant);
-            size_t off = swa_pool_offset(p->layout, blocks[entry], t % p->block_size, hk, p->block_size,
-                                         p->num_kv_heads, D);
-            float qk = 0.0f;
-            for (int e = 0; e < D; e++)
-                qk += q[e] * swa_load(p->dtype, in->paged.k_pages, off + e);
-            lg = swa_logit_log2(qk, p->scale, p->soft_cap, cap_on);
-        }
-        logits[t - start] = lg;
-        if (lg > mx)
-            mx = lg;
+        for (int g = 0; g < G; g++)
+            if (lg[(size_t)g * P] > part[g].max_logit) /* fmaxf: NaN never becomes the max */
+                part[g].max_logit = lg[(size_t)g * P];
     }
-    for (int e = 0; e < D; e++)
+    for (int e = 0; e < G * D; e++)
         tmp_out[e] = 0.0f;
-    part->max_logit = mx;
-    part->exp_sum = 0.0f;
+    for (int g = 0; g < G; g++)
+        part[g].exp_sum = 0.0f;
     if (!any)
         return; /* empty partition: (-inf, 0, 0); NaN logits go on and poison it */
-    float sum = 0.0f;
-    for (int t = start; t < end; t++)
-        if (logits[t - start] != -INFINITY) {
-            logits[t - start] = exp2f(logits[t - start] - mx);
-            sum += logits[t - start];
-        } else {
-            logits[t - start] = 0.0f;
+    for (int g = 0; g < G; g++) {
+        float *lg = sc->logits + (size_t)g * P, mx = part[g].max_logit, sum = 0.0f;
+        for (int t = 0; t < end - start; t++) {
+            lg[t] = lg[t] == -INFINITY ? 0.0f : exp2f(lg[t] - mx);
+            sum += lg[t];
         }
-    part->exp_sum = sum;
-    float inv = 1.0f / sum;
-    for (int t = start; t < end; t++) {
-        if (logits[t - start] == 0.0f)
-            continue;
-        float pr = swa_round_to(p->dtype, logits[t - start] * inv);
-        int entry = swa_page_entry(0, num_blocks, t, p->block_size, p->mutant);
-        size_t off = swa_pool_offset(p->layout, blocks[entry], t % p->block_size, hk, p->block_size,
-                                     p->num_kv_heads, D);
-        for (int e = 0; e < D; e++)
-            vrow[e] = swa_load(p->dtype, in->paged.v_pages, off + e);
-        for (int e = 0; e < D; e++)
-            tmp_out[e] += pr * vrow[e];
+        part[g].exp_sum = sum;
+        for (int t = 0; t < end - start; t++) /* AITER normalises P before its P.V, in the dtype */
+            lg[t] = swa_round_to(p->dtype, lg[t] * (1.0f / sum));
     }
-    (void)h;
+    for (int t = start; t < end; t++) {
+        bool used = false;
+        for (int g = 0; g < G; g++)
+            used |= sc->logits[(size_t)g * P + (t - start)] != 0.0f;
+        if (!used)
+            continue;
+        size_t off = aiter_kv_offset(p, blocks, num_blocks, t, hk, page_mutant);
+        for (int e = 0; e < D; e++)
+            sc->vrow[e] = swa_load(p->dtype, in->paged.v_pages, off + e);
+        for (int g = 0; g < G; g++) {
+            float pr = sc->logits[(size_t)g * P + (t - start)];
+            if (pr == 0.0f)
+                continue;
+            float *acc = tmp_out + (size_t)g * D;
+            for (int e = 0; e < D; e++)
+                acc[e] += pr * sc->vrow[e];
+        }
+    }
 }
 
 swa_status swa_host_run_decode_aiter(const swa_decode_aiter_plan *p, const swa_inputs *in, const swa_out_args *o,
@@ -208,55 +238,65 @@ swa_status swa_host_run_decode_aiter(const swa_decode_aiter_plan *p, const swa_i
                              D, HOST_MAX_HEAD_DIM);
     if (!in->paged.k_pages)
         return swa_error_set(err, SWA_ERR_INVALID, "decode_aiter on host: the inputs have no paged cache");
-    float *q = malloc((size_t)D * sizeof(float));
-    float *logits = malloc((size_t)p->partition_size * sizeof(float));
-    float *vrow = malloc((size_t)D * sizeof(float));
-    aiter_partition *parts = malloc((size_t)NP * sizeof *parts);
-    float *tmp_out = malloc((size_t)NP * D * sizeof(float));
+    aiter_scratch sc = {
+        .q = malloc((size_t)G * D * sizeof(float)),
+        .logits = malloc((size_t)G * p->partition_size * sizeof(float)),
+        .krow = malloc((size_t)D * sizeof(float)),
+        .vrow = malloc((size_t)D * sizeof(float)),
+    };
+    aiter_partition *parts = malloc((size_t)NP * G * sizeof *parts);
+    float *tmp_out = malloc((size_t)NP * G * D * sizeof(float));
+    int *heads = malloc((size_t)G * sizeof(int));
     swa_status st = SWA_OK;
-    if (!q || !logits || !vrow || !parts || !tmp_out) {
+    if (!sc.q || !sc.logits || !sc.krow || !sc.vrow || !parts || !tmp_out || !heads) {
         st = swa_error_set(err, SWA_ERR_NOMEM, "decode_aiter on host: out of memory");
         goto done;
     }
     for (int s = 0; s < p->num_seqs; s++) {
-        int ctx = p->context_lens[s];
-        int nparts = swa_ceil_div(ctx, p->partition_size);
-        for (int hk = 0; hk < p->num_kv_heads; hk++)
+        int nparts = swa_imin(swa_ceil_div(p->context_lens[s], p->partition_size), NP);
+        for (int hk = 0; hk < p->num_kv_heads; hk++) {
             for (int g = 0; g < G; g++) {
-                int h = swa_qo_head_of(hk, g, G, p->num_kv_heads, p->mutant);
-                size_t qoff = ((size_t)s * p->num_qo_heads + h) * D;
+                heads[g] = swa_qo_head_of(hk, g, G, p->num_kv_heads, p->mutant);
+                size_t qoff = ((size_t)s * p->num_qo_heads + heads[g]) * D;
                 for (int e = 0; e < D; e++)
-                    q[e] = swa_load(p->dtype, in->q_raw, qoff + e);
-                for (int j = 0; j < nparts && j < NP; j++) {
-                    aiter_partition_run(p, in, s, hk, h, j, q, logits, vrow, &parts[j], tmp_out + (size_t)j * D);
-                    if (NP > 1) /* tmp_out goes through memory in the input dtype */
-                        for (int e = 0; e < D; e++)
-                            tmp_out[(size_t)j * D + e] = swa_round_to(p->dtype, tmp_out[(size_t)j * D + e]);
-                }
-                /* reduce (or the direct write when max_num_partitions == 1) */
+                    sc.q[(size_t)g * D + e] = swa_load(p->dtype, in->q_raw, qoff + e);
+            }
+            for (int j = 0; j < nparts; j++) {
+                float *tj = tmp_out + (size_t)j * G * D;
+                aiter_partition_run(p, in, s, hk, j, &sc, parts + (size_t)j * G, tj);
+                if (NP > 1) /* tmp_out goes through memory in the input dtype */
+                    for (int e = 0; e < G * D; e++)
+                        tj[e] = swa_round_to(p->dtype, tj[e]);
+            }
+            /* reduce (or the direct write when max_num_partitions == 1) */
+            for (int g = 0; g < G; g++) {
                 float gmax = -INFINITY;
                 for (int j = 0; j < nparts; j++)
-                    if (parts[j].max_logit > gmax)
-                        gmax = parts[j].max_logit;
-                size_t ooff = ((size_t)s * p->num_qo_heads + h) * D;
+                    if (parts[(size_t)j * G + g].max_logit > gmax)
+                        gmax = parts[(size_t)j * G + g].max_logit;
+                size_t ooff = ((size_t)s * p->num_qo_heads + heads[g]) * D;
                 for (int e = 0; e < D; e++) {
                     float num = 0.0f, den = 0.0f;
                     for (int j = 0; j < nparts; j++) {
-                        if (parts[j].max_logit == -INFINITY && parts[j].exp_sum == 0.0f)
+                        const aiter_partition *pj = &parts[(size_t)j * G + g];
+                        if (pj->max_logit == -INFINITY && pj->exp_sum == 0.0f)
                             continue; /* empty partition */
-                        float wgt = parts[j].exp_sum * exp2f(parts[j].max_logit - gmax);
-                        num += wgt * tmp_out[(size_t)j * D + e];
+                        float wgt = pj->exp_sum * exp2f(pj->max_logit - gmax);
+                        num += wgt * tmp_out[((size_t)j * G + g) * D + e];
                         den += wgt;
                     }
-                    swa_store(p->dtype, o->out, ooff + e, den > 0.0f ? num / den : 0.0f);
+                    swa_store(p->dtype, o->out, ooff + e, den == 0.0f ? 0.0f : num / den); /* NaN stays NaN */
                 }
             }
+        }
     }
 done:
-    free(q);
-    free(logits);
-    free(vrow);
+    free(sc.q);
+    free(sc.logits);
+    free(sc.krow);
+    free(sc.vrow);
     free(parts);
     free(tmp_out);
+    free(heads);
     return st;
 }
