@@ -398,6 +398,21 @@ Test(gpu_device, describe_and_plan_mismatch_errors)
     fx_teardown(&f);
 }
 
+Test(gpu_device, device_fault_becomes_an_error_status)
+{
+    /* mutant device_fault stores far outside every allocation: the run must
+     * come back as SWA_ERR_DEVICE naming the CUDA error, not abort (this
+     * test's own process loses its CUDA context; Criterion forks per test) */
+    const gpu_shape *t = &decode_shapes[1];
+    fx f;
+    shape_setup(&f, t, false, 0);
+    swa_error err = {0};
+    swa_status st = run_on(&f, CUDA_DEV, &swa_backend_decode_fa2, SWA_MUTANT_DEVICE_FAULT, true, NULL, 0, &err);
+    cr_expect_eq(st, SWA_ERR_DEVICE, "device_fault run returned %d (%s), expected SWA_ERR_DEVICE", st, err.message);
+    cr_expect(strstr(err.message, "cudaError") != NULL, "the message should name the CUDA error: %s", err.message);
+    fx_teardown(&f);
+}
+
 /* -------------------------------------------------------------------------
  * main: skip (77) without a usable device; probe it in a child so that no
  * CUDA state is inherited by Criterion's forked tests. */

@@ -467,7 +467,7 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
 #pragma unroll
             for (int e = 0; e < 8; e++) acc[e] += src[e] * wgt;
         }
-        float inv = den > 0.f ? 1.f / den : 0.f;
+        float inv = den == 0.f ? 0.f : 1.f / den; /* as the host: a NaN sum (poisoned key) stays NaN */
 #pragma unroll
         for (int e = 0; e < 8; e++) acc[e] *= inv;
         prob.write_row(row, c, acc, mmax, den);
@@ -505,15 +505,17 @@ __device__ __forceinline__ void swa_merge_row(const float *o_part, const float *
     constexpr int PER = D / SWA_WARP_SIZE; /* 2, 4 or 8 dims per lane */
     const swa_mutant m = MUT ? (swa_mutant)mutant : SWA_MUTANT_NONE;
     float lmax = -CUDART_INF_F;
+    bool any = false; /* a partial that saw a key (finite or NaN LSE) */
     for (int k = 0; k < n; k++) {
         float l = lse_part[(size_t)(slot_base + k * slot_stride) * num_heads + head];
+        if (l != -CUDART_INF_F) any = true;
         if (l > lmax) lmax = l;
     }
     float acc[PER];
 #pragma unroll
     for (int e = 0; e < PER; e++) acc[e] = 0.f;
     float wsum = 0.f;
-    if (lmax != -CUDART_INF_F) {
+    if (any) {
         for (int k = 0; k < n; k++) {
             size_t slot = (size_t)(slot_base + k * slot_stride) * num_heads + head;
             float w_true = swa_merge_weight(lse_part[slot], lmax);
@@ -528,11 +530,11 @@ __device__ __forceinline__ void swa_merge_row(const float *o_part, const float *
     float inv = (m == SWA_MUTANT_LSE_MERGE_DROPPED || wsum == 0.0f) ? 1.0f : 1.0f / wsum;
 #pragma unroll
     for (int e = 0; e < PER; e += 2) {
-        float a = lmax == -CUDART_INF_F ? 0.f : acc[e] * inv, b = lmax == -CUDART_INF_F ? 0.f : acc[e + 1] * inv;
+        float a = any ? acc[e] * inv : 0.f, b = any ? acc[e + 1] * inv : 0.f;
         *reinterpret_cast<uint32_t *>(out_row + lane * PER + e) = swa_dt<T>::pack(a, b);
     }
     if (lse_out && lane == 0) {
-        float l = lmax == -CUDART_INF_F ? -CUDART_INF_F : lmax + log2f(wsum);
+        float l = any ? lmax + log2f(wsum) : -CUDART_INF_F;
         *lse_out = swa_lse_store_value(l, m);
     }
 }

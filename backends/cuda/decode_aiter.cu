@@ -117,7 +117,8 @@ __global__ void __launch_bounds__(Cfg::THREADS) swa_aiter_kernel(const swa_cuda_
 
 /* One warp per (seq, qo head): out = sum_j w_j o_j / sum_j w_j with
  * w_j = exp_sum_j * 2^(max_j - max) over the partitions that exist; as the
- * host emulation's reduce (empty partitions skipped, den <= 0 or NaN -> 0). */
+ * host emulation's reduce (empty partitions (-inf, 0) skipped, den == 0 ->
+ * 0, a NaN from a poisoned key stays NaN). */
 template <typename T, int D>
 __global__ void __launch_bounds__(128) swa_aiter_reduce_kernel(const swa_cuda_aiter_params p)
 {
@@ -136,10 +137,10 @@ __global__ void __launch_bounds__(128) swa_aiter_reduce_kernel(const swa_cuda_ai
 #pragma unroll
     for (int e = 0; e < PER; e++) acc[e] = 0.f;
     float den = 0.f;
-    for (int j = 0; j < parts && gmax != -CUDART_INF_F; j++) {
-        float mj = p.max_logits[base + j];
-        if (mj == -CUDART_INF_F) continue;
-        float w = p.exp_sums[base + j] * exp2f(mj - gmax);
+    for (int j = 0; j < parts; j++) {
+        float mj = p.max_logits[base + j], sj = p.exp_sums[base + j];
+        if (mj == -CUDART_INF_F && sj == 0.f) continue; /* empty partition */
+        float w = sj * exp2f(mj - gmax);
         den += w;
         const float *src = p.tmp_out + (base + j) * D + lane * PER;
 #pragma unroll
@@ -148,7 +149,7 @@ __global__ void __launch_bounds__(128) swa_aiter_reduce_kernel(const swa_cuda_ai
     T *out_row = reinterpret_cast<T *>(p.out) + ((long long)s * p.num_qo_heads + h) * D;
 #pragma unroll
     for (int e = 0; e < PER; e += 2) {
-        float a = den > 0.f ? acc[e] / den : 0.f, b = den > 0.f ? acc[e + 1] / den : 0.f;
+        float a = den == 0.f ? 0.f : acc[e] / den, b = den == 0.f ? 0.f : acc[e + 1] / den;
         *reinterpret_cast<uint32_t *>(out_row + lane * PER + e) = swa_dt<T>::pack(a, b);
     }
 }

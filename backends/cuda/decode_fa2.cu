@@ -113,6 +113,16 @@ __global__ void swa_fa2_oob_write_kernel(unsigned char *at, int bytes, unsigned 
     for (int i = 0; i < bytes; i++) at[i] = value;
 }
 
+/* Mutant DEVICE_FAULT: a store into the never-mapped first page of the
+ * address space, far outside every allocation: an illegal-address fault
+ * (reported as a device error; the process's CUDA context is lost, as with
+ * a real bug). */
+__global__ void swa_fa2_fault_kernel(unsigned char *out)
+{
+    volatile unsigned char *wild = (unsigned char *)(uintptr_t)0x100;
+    *wild = out != NULL;
+}
+
 template <class Cfg, typename T, bool MUT>
 __global__ void __launch_bounds__(Cfg::THREADS) swa_fa2_kernel(const swa_cuda_fa2_params p)
 {
@@ -166,6 +176,10 @@ static swa_status swa_fa2_launch_cfg(const swa_cuda_fa2_params *pp, int grid_wor
     if (MUT && p.mutant == SWA_MUTANT_OOB_WRITE && p.oob_at && p.oob_bytes > 0) {
         swa_fa2_oob_write_kernel<<<1, 1, 0, stream>>>(p.oob_at, p.oob_bytes, p.oob_value);
         SWA_CUDA_TRY_LAUNCH("decode_fa2 oob write");
+    }
+    if (MUT && p.mutant == SWA_MUTANT_DEVICE_FAULT) {
+        swa_fa2_fault_kernel<<<1, 1, 0, stream>>>((unsigned char *)p.out);
+        SWA_CUDA_TRY_LAUNCH("decode_fa2 device fault");
     }
     return SWA_OK;
 }
