@@ -1,0 +1,542 @@
+/* attn_engine.cuh — the tensor-core attention tile engine shared by the
+ * three CUDA kernels (prefill, decode_fa2, decode_aiter).
+ *
+ * One CTA = WR row groups x WK key splits of warps.  Each warp owns 16
+ * packed query rows (GQA: the qo heads of one kv head stacked) and, per KV
+ * tile, NT keys.  Prefill uses WR=4, WK=1 (64 rows share every K/V tile);
+ * decode uses WR=1, WK=4 (the group's rows, keys split over 4 warps, warp
+ * states merged through shared memory at the end).
+ *
+ * Per KV tile: cp.async 16-byte loads of K and V into a STAGES-deep ring of
+ * XOR-swizzled shared tiles (page-table lookup per key), S = Q K^T with
+ * mma.sync m16n8k16 (fp32 accumulate), scale / soft cap / mask, online
+ * softmax in the exp2 domain, O += P V with mma.sync.  The mask is an
+ * interval per row: key k is kept when lo <= k <= hi (the problem class
+ * derives lo/hi from the plan: causal bound, window left bound and the
+ * kernel-level mutants); keys past the KV range are always excluded.
+ *
+ * The problem class (Prob) maps blockIdx to work, rows to q/out addresses,
+ * keys to pool offsets, and writes results (final or partial).
+ *
+ * Test: tests/gpu_test_kernels.c compares every kernel against a double
+ * precision CPU attention. */
+#ifndef SWADIFF_CUDA_ATTN_ENGINE_CUH
+#define SWADIFF_CUDA_ATTN_ENGINE_CUH
+
+#include "vendor.cuh"
+#include "../attn_primitives.h"
+#include <math_constants.h>
+#include <stdint.h>
+
+/* ---------------------------------------------------------------------------
+ * PTX helpers (NVIDIA sm_80+; a HIP port replaces this block). */
+
+__device__ __forceinline__ uint32_t swa_smem_addr(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void swa_cp_async16(void *smem, const void *gmem, bool valid)
+{
+    /* src-size 0 zero-fills the 16 bytes without touching gmem */
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(swa_smem_addr(smem)),
+                 "l"(gmem), "r"(valid ? 16 : 0)
+                 : "memory");
+}
+__device__ __forceinline__ void swa_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void swa_cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void swa_ldsm_x4(uint32_t (&r)[4], uint32_t saddr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(saddr)
+                 : "memory");
+}
+__device__ __forceinline__ void swa_ldsm_x4_trans(uint32_t (&r)[4], uint32_t saddr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(saddr)
+                 : "memory");
+}
+
+__device__ __forceinline__ float swa_exp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* dtype traits: the mma instruction and the float<->storage conversions */
+template <typename T> struct swa_dt;
+template <> struct swa_dt<swa_half_t> {
+    static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+    {
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+    static __device__ __forceinline__ uint32_t pack(float lo, float hi)
+    {
+        __half2 h = __floats2half2_rn(lo, hi);
+        return *reinterpret_cast<uint32_t *>(&h);
+    }
+    static __device__ __forceinline__ float2 unpack(uint32_t u)
+    {
+        return __half22float2(*reinterpret_cast<__half2 *>(&u));
+    }
+};
+template <> struct swa_dt<swa_bf16_t> {
+    static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+    {
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+    static __device__ __forceinline__ uint32_t pack(float lo, float hi)
+    {
+        __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+        return *reinterpret_cast<uint32_t *>(&h);
+    }
+    static __device__ __forceinline__ float2 unpack(uint32_t u)
+    {
+        return __bfloat1622float2(*reinterpret_cast<__nv_bfloat162 *>(&u));
+    }
+};
+
+/* Swizzled element offset of (row, 16-byte chunk) in a [rows][D] tile:
+ * chunk ^ (row % 8) spreads the 8 rows an ldmatrix reads over all banks. */
+template <int D> __device__ __forceinline__ int swa_swz(int row, int chunk)
+{
+    return row * D + ((chunk ^ (row & 7)) << 3);
+}
+
+/* t / page_size and t % page_size, by shift when page_size is a power of two */
+__device__ __forceinline__ int swa_page_div(int t, int page_size, int shift)
+{
+    return shift >= 0 ? t >> shift : t / page_size;
+}
+__device__ __forceinline__ int swa_page_mod(int t, int page_size, int shift)
+{
+    return shift >= 0 ? t & (page_size - 1) : t % page_size;
+}
+
+/* Per-row facts the problem class provides. */
+struct swa_row_info {
+    bool valid;
+    long long q_off;  /* element offset of the row's q vector */
+    int lo, hi;       /* visible keys: lo <= k <= hi (before the KV range bound) */
+};
+
+/* Shape of one engine configuration: WR row groups x WK key splits of
+ * warps, MT m-tiles (16 rows each) per warp. */
+template <int D_, int WR_, int WK_, int MT_ = 1, int STAGES_ = 0> struct swa_engine_cfg {
+    static constexpr int D = D_, WR = WR_, WK = WK_, MT = MT_;
+    static constexpr int NW = WR * WK, THREADS = NW * SWA_WARP_SIZE, ROWS = WR * 16 * MT;
+    /* keys per warp per tile: decode 16; prefill 64, or 32 where the
+     * accumulators need the registers (D = 256, two m-tiles) */
+    static constexpr int NT = WK > 1 ? 16 : (D * MT > 128 ? 32 : 64);
+    static constexpr int TK = NT * WK;
+    static constexpr int STAGES = STAGES_ ? STAGES_ : (D > 128) ? 2 : 3; /* cp.async ring depth */
+    static constexpr bool Q_IN_REGS = MT == 1 && D <= 128; /* one m-tile's Q fragments in registers */
+    static constexpr int Q_BYTES = ROWS * D * 2;
+    static constexpr int STAGE_BYTES = 2 * TK * D * 2;
+    static constexpr int EPI_STRIDE = D + 8; /* floats; the pad spreads the quad's rows over the banks */
+    static constexpr int EPI_BYTES = NW * 16 * MT * EPI_STRIDE * 4 + 2 * NW * 16 * MT * 4;
+    static constexpr int RING_BYTES = STAGES * STAGE_BYTES;
+    static constexpr int SMEM_BYTES = Q_BYTES + (RING_BYTES > EPI_BYTES ? RING_BYTES : EPI_BYTES);
+    static constexpr int CHUNKS = D / 8;                       /* 16-byte chunks per row */
+    static constexpr int LOADS = TK * CHUNKS / THREADS;         /* K (and V) chunks per thread per tile */
+    static_assert(THREADS % CHUNKS == 0 && (TK * CHUNKS) % THREADS == 0, "tile loads must split evenly");
+};
+
+/* Soft-capped logits in the base-2 domain: c * tanh(s * scale / c) * log2(e). */
+template <int MT, int NT>
+__device__ __forceinline__ void swa_logits_capped(float (&s)[MT][NT / 8][4], float cap, float scale_over_cap,
+                                                  float cap_log2e)
+{
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int nt = 0; nt < NT / 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) s[mt][nt][e] = cap_log2e * tanhf(s[mt][nt][e] * scale_over_cap);
+}
+
+/* The per-element mask of one tile: keys past a row's hi (causal bound or
+ * the KV range) get -inf, keys before its lo (window) get masked_low
+ * (-inf, or AITER's -soft_cap under SOFTCAP_BEFORE_MASK), both in the
+ * domain s is in. */
+template <int MT, int NT>
+__device__ __forceinline__ void swa_apply_mask(float (&s)[MT][NT / 8][4], const int (&lo)[2 * MT],
+                                               const int (&hi)[2 * MT], int key0, int t4, float masked_low)
+{
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int nt = 0; nt < NT / 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int r = mt * 2 + (e >> 1), key = key0 + nt * 8 + 2 * t4 + (e & 1);
+                if (key > hi[r]) s[mt][nt][e] = -CUDART_INF_F;
+                else if (key < lo[r]) s[mt][nt][e] = masked_low;
+            }
+}
+
+/* ---------------------------------------------------------------------------
+ * The engine.  Prob: constructed from the params, init() decodes the CTA's
+ * work (false: nothing to do), then row(), lookup(t) (the page-table read
+ * for key t, issued one tile ahead so its latency hides behind a tile of
+ * math), offset(looked_up, t), write_row(). */
+template <class Cfg, typename T, class Prob>
+__device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
+{
+    constexpr int D = Cfg::D, WK = Cfg::WK, MT = Cfg::MT, NT = Cfg::NT, TK = Cfg::TK;
+    constexpr int STAGES = Cfg::STAGES, THREADS = Cfg::THREADS, CHUNKS = Cfg::CHUNKS, LOADS = Cfg::LOADS;
+    constexpr int ES = Cfg::EPI_STRIDE;
+    typedef swa_dt<T> dt;
+
+    T *sQ = reinterpret_cast<T *>(smem);
+    T *sRing = reinterpret_cast<T *>(smem + Cfg::Q_BYTES);
+    float *sEpiO = reinterpret_cast<float *>(smem + Cfg::Q_BYTES);
+    float *sEpiM = sEpiO + Cfg::NW * 16 * MT * ES;
+    float *sEpiD = sEpiM + Cfg::NW * 16 * MT;
+
+    const int tid = threadIdx.x, lane = tid % SWA_WARP_SIZE, warp = tid / SWA_WARP_SIZE;
+    const int wr = warp / WK, wk = warp % WK;
+    const int g = lane / 4, t4 = lane % 4;
+
+    const T *qg = reinterpret_cast<const T *>(prob.q);
+    const T *kg = reinterpret_cast<const T *>(prob.k);
+    const T *vg = reinterpret_cast<const T *>(prob.v);
+
+    /* Q tile -> shared (invalid rows zero) */
+    for (int idx = tid; idx < Cfg::ROWS * CHUNKS; idx += THREADS) {
+        int row = idx / CHUNKS, c = idx % CHUNKS;
+        swa_row_info ri = prob.row(row);
+        swa_cp_async16(sQ + swa_swz<D>(row, c), qg + (ri.valid ? ri.q_off + c * 8 : 0), ri.valid);
+    }
+    swa_cp_async_commit();
+
+    const int kv_begin = prob.kv_begin, kv_end = prob.kv_end;
+    const int num_tiles = kv_end > kv_begin ? (kv_end - kv_begin + TK - 1) / TK : 0;
+
+    /* this thread's loads: chunk c of keys j0 + it * (THREADS / CHUNKS) */
+    const int ld_c = tid % CHUNKS, ld_j0 = tid / CHUNKS;
+    int looked[LOADS];
+    auto lookup_tile = [&](int tile) {
+        const int t0 = kv_begin + tile * TK + ld_j0;
+#pragma unroll
+        for (int it = 0; it < LOADS; it++) {
+            int t = t0 + it * (THREADS / CHUNKS);
+            looked[it] = (tile < num_tiles && t < kv_end) ? prob.lookup(t) : -1;
+        }
+    };
+    auto issue_tile = [&](int tile, int stage) {
+        T *sK = sRing + stage * (2 * TK * D);
+        T *sV = sK + TK * D;
+        const int t0 = kv_begin + tile * TK + ld_j0;
+#pragma unroll
+        for (int it = 0; it < LOADS; it++) {
+            int j = ld_j0 + it * (THREADS / CHUNKS), t = t0 + it * (THREADS / CHUNKS);
+            bool valid = looked[it] >= 0;
+            long long off = valid ? prob.offset(looked[it], t) + ld_c * 8 : 0;
+            swa_cp_async16(sK + swa_swz<D>(j, ld_c), kg + off, valid);
+            swa_cp_async16(sV + swa_swz<D>(j, ld_c), vg + off, valid);
+        }
+    };
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < num_tiles) {
+            lookup_tile(s);
+            issue_tile(s, s);
+        }
+        swa_cp_async_commit();
+    }
+    lookup_tile(STAGES - 1);
+
+    /* my rows: g and g+8 of each of my m-tiles */
+    int lo[2 * MT], hi[2 * MT];
+#pragma unroll
+    for (int r = 0; r < 2 * MT; r++) {
+        swa_row_info ri = prob.row(wr * 16 * MT + (r / 2) * 16 + g + (r % 2) * 8);
+        lo[r] = ri.lo;
+        hi[r] = min(ri.hi, kv_end - 1);
+    }
+    const float masked_low = prob.masked_low_logit(); /* base-2 logit of a window-masked key */
+    const float cap = prob.soft_cap;
+    const float scale2 = prob.sm_scale * SWA_LOG2E;
+
+    float o[MT][D / 8][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int i = 0; i < D / 8; i++) o[mt][i][0] = o[mt][i][1] = o[mt][i][2] = o[mt][i][3] = 0.f;
+    float m[2 * MT], dsum[2 * MT];
+#pragma unroll
+    for (int r = 0; r < 2 * MT; r++) {
+        m[r] = -CUDART_INF_F;
+        dsum[r] = 0.f;
+    }
+
+    uint32_t qf[Cfg::Q_IN_REGS ? D / 16 : 1][4];
+
+    /* ldmatrix lane addresses.  Every row an ldmatrix lane points at has
+     * row % 8 == lane % 8, so the swizzled 16-byte chunk of logical chunk
+     * 8j + c (c < 8) is 8j + (c ^ lane % 8): four per-lane offsets cover all
+     * k-steps and the rest are compile-time immediates. */
+    const int mi = lane / 8;
+    uint32_t xo_a[4], xo_b[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        xo_a[i] = (uint32_t)(((2 * i + (mi >> 1)) ^ (lane & 7)) * 16);
+        xo_b[i] = (uint32_t)(((2 * i + (mi & 1)) ^ (lane & 7)) * 16);
+    }
+    const uint32_t q_lane = swa_smem_addr(sQ) + (uint32_t)((wr * 16 * MT + (mi & 1) * 8 + lane % 8) * D * 2);
+    const uint32_t ring_addr = swa_smem_addr(sRing);
+    const uint32_t k_row_off = (uint32_t)((wk * NT + (mi >> 1) * 8 + lane % 8) * D * 2);
+    const uint32_t v_row_off = (uint32_t)((wk * NT + (mi & 1) * 8 + lane % 8) * D * 2);
+
+    for (int tile = 0; tile < num_tiles; tile++) {
+        {
+            int nt = tile + STAGES - 1;
+            if (nt < num_tiles) issue_tile(nt, nt % STAGES);
+            swa_cp_async_commit();
+            lookup_tile(nt + 1); /* consumed next iteration */
+        }
+        swa_cp_async_wait<STAGES - 1>();
+        __syncthreads();
+
+        if (Cfg::Q_IN_REGS && tile == 0) {
+#pragma unroll
+            for (int ks = 0; ks < D / 16; ks++)
+                swa_ldsm_x4(qf[Cfg::Q_IN_REGS ? ks : 0], q_lane + (ks / 4) * 128 + xo_a[ks % 4]);
+        }
+
+        const uint32_t stage_addr = ring_addr + (tile % STAGES) * Cfg::STAGE_BYTES;
+        const uint32_t k_lane = stage_addr + k_row_off, v_lane = stage_addr + TK * D * 2 + v_row_off;
+        const int key0 = kv_begin + tile * TK + wk * NT; /* my first key of the tile */
+
+        float s[MT][NT / 8][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int i = 0; i < NT / 8; i++) s[mt][i][0] = s[mt][i][1] = s[mt][i][2] = s[mt][i][3] = 0.f;
+#pragma unroll
+        for (int ks = 0; ks < D / 16; ks++) {
+            uint32_t a[MT][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                if (Cfg::Q_IN_REGS) {
+#pragma unroll
+                    for (int e = 0; e < 4; e++) a[mt][e] = qf[Cfg::Q_IN_REGS ? ks : 0][e];
+                } else {
+                    swa_ldsm_x4(a[mt], q_lane + mt * 16 * D * 2 + (ks / 4) * 128 + xo_a[ks % 4]);
+                }
+            }
+#pragma unroll
+            for (int np = 0; np < NT / 16; np++) {
+                uint32_t b[4];
+                swa_ldsm_x4(b, k_lane + np * 16 * D * 2 + (ks / 4) * 128 + xo_b[ks % 4]);
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    dt::mma(s[mt][2 * np], a[mt], b[0], b[1]);
+                    dt::mma(s[mt][2 * np + 1], a[mt], b[2], b[3]);
+                }
+            }
+        }
+
+        /* logits -> base-2 domain, masked (skipped when the whole warp's
+         * rows see every key of the tile).  Without a soft cap the scores
+         * stay raw and the scale folds into the exponent (one FFMA). */
+        bool full = true;
+#pragma unroll
+        for (int r = 0; r < 2 * MT; r++) full = full && key0 >= lo[r] && key0 + NT - 1 <= hi[r];
+        const bool warp_full = swa_all_sync(full);
+        if (cap > 0.f) swa_logits_capped<MT, NT>(s, cap, prob.sm_scale / cap, cap * SWA_LOG2E);
+        if (!warp_full)
+            swa_apply_mask<MT, NT>(s, lo, hi, key0, t4, cap > 0.f ? masked_low : masked_low / scale2);
+        const float mul = cap > 0.f ? 1.f : scale2;
+
+        /* online softmax; the quad (4 lanes) shares a row */
+#pragma unroll
+        for (int r = 0; r < 2 * MT; r++) {
+            const int mt = r / 2, h = r % 2;
+            float mx = -CUDART_INF_F;
+#pragma unroll
+            for (int nt = 0; nt < NT / 8; nt++) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
+            mx = fmaxf(mx, swa_shfl_xor(mx, 1));
+            mx = fmaxf(mx, swa_shfl_xor(mx, 2));
+            float m_new = fmaxf(m[r], mx * mul);
+            float m_use = m_new == -CUDART_INF_F ? 0.f : m_new;
+            float corr = swa_exp2(m[r] - m_use);
+            m[r] = m_new;
+            float rs = 0.f;
+#pragma unroll
+            for (int nt = 0; nt < NT / 8; nt++) {
+                s[mt][nt][2 * h] = swa_exp2(fmaf(s[mt][nt][2 * h], mul, -m_use));
+                s[mt][nt][2 * h + 1] = swa_exp2(fmaf(s[mt][nt][2 * h + 1], mul, -m_use));
+                rs += s[mt][nt][2 * h] + s[mt][nt][2 * h + 1];
+            }
+            dsum[r] = dsum[r] * corr + rs;
+#pragma unroll
+            for (int dn = 0; dn < D / 8; dn++) {
+                o[mt][dn][2 * h] *= corr;
+                o[mt][dn][2 * h + 1] *= corr;
+            }
+        }
+
+        /* O += P V */
+#pragma unroll
+        for (int kk = 0; kk < NT / 16; kk++) {
+            uint32_t a[MT][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                a[mt][0] = dt::pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+                a[mt][1] = dt::pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+                a[mt][2] = dt::pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+                a[mt][3] = dt::pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+            }
+#pragma unroll
+            for (int dp = 0; dp < D / 16; dp++) {
+                uint32_t b[4];
+                swa_ldsm_x4_trans(b, v_lane + kk * 16 * D * 2 + (dp / 4) * 128 + xo_a[dp % 4]);
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    dt::mma(o[mt][2 * dp], a[mt], b[0], b[1]);
+                    dt::mma(o[mt][2 * dp + 1], a[mt], b[2], b[3]);
+                }
+            }
+        }
+        __syncthreads(); /* the stage is refilled next iteration */
+    }
+    swa_cp_async_wait<0>();
+    __syncthreads();
+
+    /* row sums live spread over the quad */
+#pragma unroll
+    for (int r = 0; r < 2 * MT; r++) {
+        dsum[r] += swa_shfl_xor(dsum[r], 1);
+        dsum[r] += swa_shfl_xor(dsum[r], 2);
+    }
+
+    /* epilogue: every warp's (m, d, O) to shared, then combine the WK key
+     * splits and write through the problem class, 8 dims per step */
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+        float *myO = sEpiO + (warp * MT + mt) * 16 * ES;
+#pragma unroll
+        for (int dn = 0; dn < D / 8; dn++) {
+            int col = dn * 8 + 2 * t4;
+            *reinterpret_cast<float2 *>(myO + g * ES + col) = make_float2(o[mt][dn][0], o[mt][dn][1]);
+            *reinterpret_cast<float2 *>(myO + (g + 8) * ES + col) = make_float2(o[mt][dn][2], o[mt][dn][3]);
+        }
+        if (t4 == 0) {
+            sEpiM[(warp * MT + mt) * 16 + g] = m[2 * mt];
+            sEpiM[(warp * MT + mt) * 16 + g + 8] = m[2 * mt + 1];
+            sEpiD[(warp * MT + mt) * 16 + g] = dsum[2 * mt];
+            sEpiD[(warp * MT + mt) * 16 + g + 8] = dsum[2 * mt + 1];
+        }
+    }
+    __syncthreads();
+
+    /* CTA row `row` = row group rw, m-tile, row in tile; the WK warps of the
+     * row group hold its key-split states */
+    for (int idx = tid; idx < Cfg::ROWS * CHUNKS; idx += THREADS) {
+        int row = idx / CHUNKS, c = idx % CHUNKS;
+        int rw = row / (16 * MT), mt = (row / 16) % MT, rr = row % 16;
+        float mmax = -CUDART_INF_F;
+#pragma unroll
+        for (int w = 0; w < WK; w++) mmax = fmaxf(mmax, sEpiM[((rw * WK + w) * MT + mt) * 16 + rr]);
+        float m_use = mmax == -CUDART_INF_F ? 0.f : mmax;
+        float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+        float den = 0.f;
+#pragma unroll
+        for (int w = 0; w < WK; w++) {
+            int ws = ((rw * WK + w) * MT + mt) * 16 + rr;
+            float wgt = WK == 1 ? 1.f : swa_exp2(sEpiM[ws] - m_use);
+            den += sEpiD[ws] * wgt;
+            const float *src = sEpiO + ws * ES + c * 8;
+#pragma unroll
+            for (int e = 0; e < 8; e++) acc[e] += src[e] * wgt;
+        }
+        float inv = den == 0.f ? 0.f : 1.f / den; /* as the host: a NaN sum (poisoned key) stays NaN */
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[e] *= inv;
+        prob.write_row(row, c, acc, mmax, den);
+    }
+}
+
+/* Stores 8 floats as 8 dtype elements (one 16-byte store). */
+template <typename T> __device__ __forceinline__ void swa_store8(T *dst, const float (&v)[8])
+{
+    uint4 u;
+    u.x = swa_dt<T>::pack(v[0], v[1]);
+    u.y = swa_dt<T>::pack(v[2], v[3]);
+    u.z = swa_dt<T>::pack(v[4], v[5]);
+    u.w = swa_dt<T>::pack(v[6], v[7]);
+    *reinterpret_cast<uint4 *>(dst) = u;
+}
+__device__ __forceinline__ void swa_store8f(float *dst, const float (&v)[8])
+{
+    reinterpret_cast<float4 *>(dst)[0] = make_float4(v[0], v[1], v[2], v[3]);
+    reinterpret_cast<float4 *>(dst)[1] = make_float4(v[4], v[5], v[6], v[7]);
+}
+
+/* ---------------------------------------------------------------------------
+ * Merge of split-KV partials (prefill and decode_fa2): one warp per output
+ * (row, head); partial k of the row sits at slot base + k * stride.  The
+ * arithmetic mirrors the host emulation's merge (host_attend.h) step for
+ * step, including what happens to empty (-inf) and NaN partials: weights
+ * 2^(lse - lse_max), zero-weight partials skipped, no partial -> 0 / -inf.
+ * LSE_MERGE_DROPPED (mutant build only) averages the partial outputs. */
+template <typename T, int D, bool MUT>
+__device__ __forceinline__ void swa_merge_row(const float *o_part, const float *lse_part, int num_heads,
+                                              int head, int slot_base, int slot_stride, int n,
+                                              T *out_row, float *lse_out, int mutant, int lane)
+{
+    constexpr int PER = D / SWA_WARP_SIZE; /* 2, 4 or 8 dims per lane */
+    const swa_mutant m = MUT ? (swa_mutant)mutant : SWA_MUTANT_NONE;
+    float lmax = -CUDART_INF_F;
+    bool any = false; /* a partial that saw a key (finite or NaN LSE) */
+    for (int k = 0; k < n; k++) {
+        float l = lse_part[(size_t)(slot_base + k * slot_stride) * num_heads + head];
+        if (l != -CUDART_INF_F) any = true;
+        if (l > lmax) lmax = l;
+    }
+    float acc[PER];
+#pragma unroll
+    for (int e = 0; e < PER; e++) acc[e] = 0.f;
+    float wsum = 0.f;
+    if (any) {
+        for (int k = 0; k < n; k++) {
+            size_t slot = (size_t)(slot_base + k * slot_stride) * num_heads + head;
+            float w_true = swa_merge_weight(lse_part[slot], lmax);
+            float w = m == SWA_MUTANT_LSE_MERGE_DROPPED ? 1.0f / (float)n : w_true;
+            wsum += w_true;
+            if (w == 0.0f) continue;
+            const float *src = o_part + slot * D + lane * PER;
+#pragma unroll
+            for (int e = 0; e < PER; e++) acc[e] += w * src[e];
+        }
+    }
+    float inv = (m == SWA_MUTANT_LSE_MERGE_DROPPED || wsum == 0.0f) ? 1.0f : 1.0f / wsum;
+#pragma unroll
+    for (int e = 0; e < PER; e += 2) {
+        float a = any ? acc[e] * inv : 0.f, b = any ? acc[e + 1] * inv : 0.f;
+        *reinterpret_cast<uint32_t *>(out_row + lane * PER + e) = swa_dt<T>::pack(a, b);
+    }
+    if (lse_out && lane == 0) {
+        float l = any ? lmax + log2f(wsum) : -CUDART_INF_F;
+        *lse_out = swa_lse_store_value(l, m);
+    }
+}
+
+#endif /* SWADIFF_CUDA_ATTN_ENGINE_CUH */

@@ -1,0 +1,657 @@
+/* cuda_device.cu — the CUDA device table (swa_cuda_device_ops): device
+ * discovery, input upload, the guarded output round trip, and the four
+ * plan executors (prefill, decode_fa2, decode_fa2 in CUDA-graph mode,
+ * decode_aiter) that feed the kernels of prefill.cu / decode_fa2.cu /
+ * decode_aiter.cu.
+ *
+ * Output rule (backends/backend.h): the harness hands out and lse with
+ * guard bytes on each side and a poisoned interior.  The whole guarded
+ * region is copied to the device, the kernels run, and the whole region
+ * comes back, so writes outside and elements never written are seen on the
+ * host exactly as with the host emulation.
+ *
+ * Test: tests/gpu_test_kernels.c (exits 77 without a GPU). */
+#include "cuda_internal.cuh"
+#include "../backend.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+swa_status swa_cuda_fail(swa_error *err, cudaError_t code, const char *stmt, const char *file, int line)
+{
+    const char *base = strrchr(file, '/');
+    return swa_error_set(err, SWA_ERR_DEVICE, "%s failed at %s:%d: %s (%s)%s", stmt, base ? base + 1 : file, line,
+                         cudaGetErrorName(code), cudaGetErrorString(code),
+                         (code == cudaErrorIllegalAddress || code == cudaErrorLaunchFailure ||
+                          code == cudaErrorMisalignedAddress || code == cudaErrorIllegalInstruction)
+                             ? "; the device faulted (a kernel read or wrote outside its buffers), the CUDA "
+                               "context is unusable for the rest of this process"
+                             : "");
+}
+
+/* Defaults from H200 timings (bench_cuda.cu compares the variants, the
+ * gpu test validates every one; batch 64 x kv 4096, 32/8 heads, hd 128):
+ * 128-row prefill tiles as one CTA with two m-tiles per warp (215 vs 166
+ * TFLOP/s causal 8192); decode CTAs of 2 warps (fa2 3.51 vs 3.35 TB/s,
+ * aiter 3.05 vs 2.64 TB/s).  A 4-deep ring for 2-warp decode was measured
+ * at 1.9 TB/s and dropped. */
+swa_cuda_tuning swa_cuda_tune = {32, 2};
+
+extern "C" void swa_cuda_set_tuning(int prefill_rows_per_warp, int decode_warps)
+{
+    swa_cuda_tune.prefill_rows_per_warp = prefill_rows_per_warp;
+    swa_cuda_tune.decode_warps = decode_warps;
+}
+
+const char *swa_cuda_shape_unsupported(swa_dtype dtype, int head_dim, int group_size)
+{
+    if (dtype == SWA_DTYPE_FP32) return "cuda kernels run fp16 and bf16 only (fp32 has no mma.sync path here)";
+    if (head_dim != 64 && head_dim != 128 && head_dim != 256) return "cuda kernels are compiled for head_dim 64, 128, 256";
+    if (group_size < 1) return "num_qo_heads must be a multiple of num_kv_heads";
+    return NULL;
+}
+
+// ----------------------------------------------------------------------------
+// discovery
+//
+// CUDA does not survive fork(): a child of a process that has initialised
+// the driver gets cudaErrorInitializationError.  The harness asks
+// available()/describe() in its parent and runs the cases in forked workers,
+// so the parent must never initialise CUDA: the questions are answered by a
+// short-lived probe child (through a pipe) and cached.  Once this process
+// uses the device itself (upload), it asks in-process.
+
+typedef struct cuda_probe {
+    int ok, sms;
+    char why[512], desc[512];
+} cuda_probe;
+
+static bool g_cuda_used_here = false; /* set by upload(): CUDA is initialised in this process */
+
+static void cuda_probe_here(cuda_probe *pr)
+{
+    memset(pr, 0, sizeof *pr);
+    int count = 0;
+    cudaError_t rc = cudaGetDeviceCount(&count);
+    if (rc != cudaSuccess) {
+        snprintf(pr->why, sizeof pr->why, "no CUDA device: cudaGetDeviceCount: %s (%s)", cudaGetErrorName(rc),
+                 cudaGetErrorString(rc));
+        cudaGetLastError();
+        return;
+    }
+    if (count == 0) {
+        snprintf(pr->why, sizeof pr->why, "no CUDA device: cudaGetDeviceCount reports 0 devices");
+        return;
+    }
+    cudaDeviceProp prop;
+    rc = cudaGetDeviceProperties(&prop, 0);
+    if (rc != cudaSuccess) {
+        snprintf(pr->why, sizeof pr->why, "no CUDA device: cudaGetDeviceProperties: %s", cudaGetErrorString(rc));
+        return;
+    }
+    int drv = 0, rt = 0;
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rt);
+    pr->sms = prop.multiProcessorCount;
+    snprintf(pr->desc, sizeof pr->desc, "%.200s, %d SMs, cc %d.%d, %.0f GiB, L2 %d MiB, driver %d.%d, runtime %d.%d",
+             prop.name, prop.multiProcessorCount, prop.major, prop.minor, prop.totalGlobalMem / 1073741824.0,
+             prop.l2CacheSize >> 20, drv / 1000, (drv % 1000) / 10, rt / 1000, (rt % 1000) / 10);
+    if (prop.major < 9) {
+        snprintf(pr->why, sizeof pr->why,
+                 "no CUDA device: %.200s is compute capability %d.%d; the kernels are built for sm_90 (Hopper)", prop.name,
+                 prop.major, prop.minor);
+        return;
+    }
+    pr->ok = 1;
+}
+
+static const cuda_probe *cuda_probe_get(void)
+{
+    static cuda_probe cached;
+    static bool have = false, have_here = false;
+    if (g_cuda_used_here && !have_here) { /* the answer of this process's own CUDA context */
+        cuda_probe_here(&cached);
+        have = have_here = true;
+    }
+    if (have) return &cached;
+    int fds[2];
+    pid_t pid = -1;
+    if (pipe(fds) == 0) {
+        fflush(NULL);
+        pid = fork();
+        if (pid == 0) {
+            close(fds[0]);
+            cuda_probe pr;
+            cuda_probe_here(&pr);
+            ssize_t w = write(fds[1], &pr, sizeof pr);
+            _exit(w == (ssize_t)sizeof pr ? 0 : 1);
+        }
+        close(fds[1]);
+        if (pid > 0) {
+            size_t got = 0;
+            while (got < sizeof cached) {
+                ssize_t r = read(fds[0], (char *)&cached + got, sizeof cached - got);
+                if (r <= 0) break;
+                got += (size_t)r;
+            }
+            int status = 0;
+            waitpid(pid, &status, 0);
+            if (got != sizeof cached) {
+                memset(&cached, 0, sizeof cached);
+                snprintf(cached.why, sizeof cached.why, "no CUDA device: the device probe process died (status %d)",
+                         status);
+            }
+        }
+        close(fds[0]);
+    }
+    if (pid < 0) cuda_probe_here(&cached); /* no fork: ask here (CUDA then lives in this process) */
+    have = true;
+    return &cached;
+}
+
+static bool cuda_available(char *why, size_t n)
+{
+    const cuda_probe *pr = cuda_probe_get();
+    if (n) snprintf(why, n, "%s", pr->ok ? "" : pr->why);
+    return pr->ok != 0;
+}
+
+static void cuda_describe(char *buf, size_t n)
+{
+    const cuda_probe *pr = cuda_probe_get();
+    snprintf(buf, n, "%s", pr->desc[0] ? pr->desc : "CUDA: no device");
+}
+
+static int cuda_num_sms(void) { return cuda_probe_get()->sms; }
+
+// ----------------------------------------------------------------------------
+// inputs
+
+static swa_status upload_bytes(void **dst, const void *src, size_t bytes, swa_error *err)
+{
+    *dst = NULL;
+    if (bytes == 0 || !src) return SWA_OK;
+    SWA_CUDA_TRY(cudaMalloc(dst, bytes));
+    SWA_CUDA_TRY(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice));
+    return SWA_OK;
+}
+
+static void cuda_release(void *dev_inputs)
+{
+    swa_cuda_inputs *d = (swa_cuda_inputs *)dev_inputs;
+    if (!d) return;
+    if (d->stream) cudaStreamSynchronize(d->stream);
+    void *ptrs[] = {d->q, d->k_pages, d->v_pages, d->k_ragged, d->v_ragged, d->page_indptr, d->page_indices};
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+        if (ptrs[i]) cudaFree(ptrs[i]);
+    swa_dev_buf *bufs[] = {&d->ints, &d->partial_o, &d->partial_l, &d->out_region, &d->lse_region, &d->scratch};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) swa_dev_buf_free(bufs[i]);
+    if (d->stream) cudaStreamDestroy(d->stream);
+    cudaGetLastError(); /* release never fails; a sticky error was reported by the run */
+    free(d);
+}
+
+static swa_status cuda_upload_inner(const swa_inputs *in, swa_cuda_inputs *d, swa_error *err)
+{
+    size_t es = swa_dtype_size(in->dtype);
+    d->dtype = in->dtype;
+    d->num_requests = in->num_requests;
+    d->total_qo = in->total_qo;
+    d->total_kv = in->total_kv;
+    d->num_qo_heads = in->num_qo_heads;
+    d->num_kv_heads = in->num_kv_heads;
+    d->head_dim = in->head_dim;
+    const swa_paged_kv *pk = &in->paged;
+    d->layout = pk->layout;
+    d->page_size = pk->page_size;
+    d->num_pages = pk->num_pages;
+    SWA_CUDA_TRY(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking));
+    size_t row = (size_t)in->head_dim * es;
+    swa_status st;
+    if ((st = upload_bytes(&d->q, in->q_raw, (size_t)in->total_qo * in->num_qo_heads * row, err))) return st;
+    size_t pool = (size_t)pk->num_pages * pk->page_size * pk->num_kv_heads * row;
+    if ((st = upload_bytes(&d->k_pages, pk->k_pages, pool, err))) return st;
+    if ((st = upload_bytes(&d->v_pages, pk->v_pages, pool, err))) return st;
+    size_t ragged = (size_t)in->total_kv * in->num_kv_heads * row;
+    if ((st = upload_bytes(&d->k_ragged, in->k_raw, ragged, err))) return st;
+    if ((st = upload_bytes(&d->v_ragged, in->v_raw, ragged, err))) return st;
+    if (pk->indptr) {
+        if ((st = upload_bytes((void **)&d->page_indptr, pk->indptr, (size_t)(pk->num_requests + 1) * sizeof(int), err)))
+            return st;
+        if ((st = upload_bytes((void **)&d->page_indices, pk->indices, (size_t)pk->indptr[pk->num_requests] * sizeof(int),
+                               err)))
+            return st;
+    }
+    return SWA_OK;
+}
+
+static swa_status cuda_upload(const swa_inputs *in, void **dev_inputs, swa_error *err)
+{
+    *dev_inputs = NULL;
+    g_cuda_used_here = true;
+    swa_cuda_inputs *d = (swa_cuda_inputs *)calloc(1, sizeof *d);
+    if (!d) return swa_error_set(err, SWA_ERR_NOMEM, "cuda upload: out of host memory");
+    swa_status st = cuda_upload_inner(in, d, err);
+    if (st != SWA_OK) {
+        cuda_release(d);
+        return st;
+    }
+    *dev_inputs = d;
+    return SWA_OK;
+}
+
+// ----------------------------------------------------------------------------
+// guarded outputs
+
+typedef struct out_dev {
+    void *out;
+    float *lse;
+} out_dev;
+
+static swa_status outputs_to_device(swa_cuda_inputs *d, const swa_out_args *o, bool want_lse, out_dev *od,
+                                    swa_error *err)
+{
+    size_t g = o->guard_bytes;
+    swa_status st;
+    if ((st = swa_dev_buf_reserve(&d->out_region, o->out_bytes + 2 * g, err))) return st;
+    SWA_CUDA_TRY(cudaMemcpyAsync(d->out_region.ptr, (const uint8_t *)o->out - g, o->out_bytes + 2 * g,
+                                 cudaMemcpyHostToDevice, d->stream));
+    od->out = (uint8_t *)d->out_region.ptr + g;
+    od->lse = NULL;
+    if (want_lse && o->lse) {
+        if ((st = swa_dev_buf_reserve(&d->lse_region, o->lse_bytes + 2 * g, err))) return st;
+        SWA_CUDA_TRY(cudaMemcpyAsync(d->lse_region.ptr, (const uint8_t *)o->lse - g, o->lse_bytes + 2 * g,
+                                     cudaMemcpyHostToDevice, d->stream));
+        od->lse = (float *)((uint8_t *)d->lse_region.ptr + g);
+    }
+    return SWA_OK;
+}
+
+static swa_status outputs_to_host(swa_cuda_inputs *d, const swa_out_args *o, const out_dev *od, swa_error *err)
+{
+    size_t g = o->guard_bytes;
+    SWA_CUDA_TRY(cudaStreamSynchronize(d->stream)); /* kernel faults surface here */
+    SWA_CUDA_TRY(cudaMemcpy((uint8_t *)o->out - g, d->out_region.ptr, o->out_bytes + 2 * g, cudaMemcpyDeviceToHost));
+    if (od->lse)
+        SWA_CUDA_TRY(cudaMemcpy((uint8_t *)o->lse - g, d->lse_region.ptr, o->lse_bytes + 2 * g, cudaMemcpyDeviceToHost));
+    return SWA_OK;
+}
+
+static swa_status check_common(const swa_cuda_inputs *d, swa_dtype dtype, int hq, int hkv, int head_dim,
+                               const char *what, swa_error *err)
+{
+    if (dtype != d->dtype || hq != d->num_qo_heads || hkv != d->num_kv_heads || head_dim != d->head_dim)
+        return swa_error_set(err, SWA_ERR_INVALID,
+                             "cuda %s: plan (%s, %d/%d heads, head_dim %d) does not match the uploaded inputs "
+                             "(%s, %d/%d heads, head_dim %d)",
+                             what, swa_dtype_name(dtype), hq, hkv, head_dim, swa_dtype_name(d->dtype),
+                             d->num_qo_heads, d->num_kv_heads, d->head_dim);
+    const char *why = swa_cuda_shape_unsupported(dtype, head_dim, hkv > 0 ? hq / hkv : 0);
+    if (why) return swa_error_set(err, SWA_ERR_UNSUPPORTED, "cuda %s: %s", what, why);
+    return SWA_OK;
+}
+
+static swa_status upload_ints(swa_cuda_inputs *d, swa_int_pack *pk, swa_error *err)
+{
+    swa_status st = swa_dev_buf_reserve(&d->ints, pk->count * sizeof(int), err);
+    if (st) return st;
+    SWA_CUDA_TRY(cudaMemcpyAsync(d->ints.ptr, pk->host, pk->count * sizeof(int), cudaMemcpyHostToDevice, d->stream));
+    /* the staging vector is reused right after: wait for the copy */
+    SWA_CUDA_TRY(cudaStreamSynchronize(d->stream));
+    return SWA_OK;
+}
+
+#define PACK(dst, src, n)                                                                         \
+    do {                                                                                          \
+        long at_ = swa_int_pack_add(&pk, (src), (size_t)(n));                                     \
+        if (at_ < 0) { swa_int_pack_free(&pk); return swa_error_set(err, SWA_ERR_NOMEM, "cuda: out of host memory"); } \
+        dst = at_;                                                                                \
+    } while (0)
+
+// ----------------------------------------------------------------------------
+// prefill
+
+swa_status swa_cuda_prefill_prepare(swa_cuda_inputs *d, const swa_prefill_plan *p, swa_cuda_prefill_params *prm,
+                                    swa_error *err)
+{
+    int B = p->num_requests;
+    bool ragged = p->kv_mode == SWA_KV_RAGGED;
+    swa_int_pack pk = {0};
+    long o_wr, o_wt, o_wc, o_qi, o_ki, o_ql, o_kl, o_nc, o_po;
+    PACK(o_wr, p->work_request, p->num_work);
+    PACK(o_wt, p->work_qo_tile, p->num_work);
+    PACK(o_wc, p->work_kv_chunk, p->num_work);
+    PACK(o_qi, p->qo_indptr, B + 1);
+    PACK(o_ki, p->kv_indptr, B + 1);
+    PACK(o_ql, p->qo_len, B);
+    PACK(o_kl, p->kv_len, B);
+    PACK(o_nc, p->req_num_chunks, B);
+    PACK(o_po, p->req_partial_offset, B);
+    swa_status st = upload_ints(d, &pk, err);
+    swa_int_pack_free(&pk);
+    if (st) return st;
+    const int *ib = (const int *)d->ints.ptr;
+
+    memset(prm, 0, sizeof *prm);
+    prm->q = d->q;
+    prm->k = ragged ? d->k_ragged : d->k_pages;
+    prm->v = ragged ? d->v_ragged : d->v_pages;
+    prm->work_request = ib + o_wr;
+    prm->work_qo_tile = ib + o_wt;
+    prm->work_kv_chunk = ib + o_wc;
+    prm->qo_indptr = ib + o_qi;
+    prm->kv_indptr = ib + o_ki;
+    prm->qo_len = ib + o_ql;
+    prm->kv_len = ib + o_kl;
+    prm->req_num_chunks = ib + o_nc;
+    prm->req_partial_offset = ib + o_po;
+    prm->page_indptr = d->page_indptr;
+    prm->page_indices = d->page_indices;
+    prm->num_requests = B;
+    prm->total_qo = p->qo_indptr[B];
+    prm->num_qo_heads = p->num_qo_heads;
+    prm->num_kv_heads = p->num_kv_heads;
+    prm->group_size = p->group_size;
+    prm->page_size = p->page_size;
+    prm->cta_tile_q = p->cta_tile_q;
+    prm->cta_tile_kv = p->cta_tile_kv;
+    prm->kv_chunk_size = p->kv_chunk_size;
+    prm->window_left = p->window_left;
+    prm->run_window_left = p->run_window_left;
+    prm->mutant = p->mutant;
+    prm->causal = p->causal;
+    prm->mask_window = p->mask_window;
+    prm->split_kv = p->split_kv;
+    prm->ragged = ragged;
+    prm->nhd = p->layout == SWA_LAYOUT_NHD;
+    prm->sm_scale = p->sm_scale;
+    prm->soft_cap = p->soft_cap;
+    if (p->split_kv) {
+        size_t rows = (size_t)p->total_partial_rows * p->num_qo_heads;
+        if ((st = swa_dev_buf_reserve(&d->partial_o, rows * p->head_dim * sizeof(float), err))) return st;
+        if ((st = swa_dev_buf_reserve(&d->partial_l, rows * sizeof(float), err))) return st;
+        prm->o_part = (float *)d->partial_o.ptr;
+        prm->lse_part = (float *)d->partial_l.ptr;
+    }
+    return SWA_OK;
+}
+
+static swa_status cuda_prefill(const swa_prefill_plan *p, void *dev_inputs, const swa_out_args *o, bool write_lse,
+                               swa_error *err)
+{
+    swa_cuda_inputs *d = (swa_cuda_inputs *)dev_inputs;
+    swa_status st = check_common(d, p->dtype, p->num_qo_heads, p->num_kv_heads, p->head_dim, "prefill", err);
+    if (st) return st;
+    bool ragged = p->kv_mode == SWA_KV_RAGGED;
+    if (ragged ? !d->k_ragged && d->total_kv > 0 : !d->k_pages && d->num_pages > 0)
+        return swa_error_set(err, SWA_ERR_INVALID, "cuda prefill: inputs have no %s K/V", ragged ? "ragged" : "paged");
+    if (!ragged && (p->page_size != d->page_size || p->layout != d->layout))
+        return swa_error_set(err, SWA_ERR_INVALID, "cuda prefill: plan page_size %d / %s differs from the cache (%d / %s)",
+                             p->page_size, swa_layout_name(p->layout), d->page_size, swa_layout_name(d->layout));
+    swa_cuda_prefill_params prm;
+    if ((st = swa_cuda_prefill_prepare(d, p, &prm, err))) return st;
+    out_dev od;
+    if ((st = outputs_to_device(d, o, write_lse, &od, err))) return st;
+    prm.out = od.out;
+    prm.lse = od.lse;
+    if ((st = swa_cuda_prefill_launch(&prm, p->dtype, p->head_dim, p->num_work, od.lse != NULL, d->stream, err)))
+        return st;
+    return outputs_to_host(d, o, &od, err);
+}
+
+// ----------------------------------------------------------------------------
+// decode_fa2 (plain and CUDA graph)
+
+/* Packs a plan's arrays at fixed capacities (graph mode: the captured
+ * plan's, so capture and replay see the same layout). */
+static swa_status fa2_pack(const swa_decode_fa2_plan *p, int cap_work, int cap_req, int cap_pages, swa_int_pack *out,
+                           long of[8], swa_error *err)
+{
+    swa_int_pack pk = {0};
+    int B = p->num_requests, entries = p->kv_indptr[B];
+    if (p->num_work > cap_work || B > cap_req || entries > cap_pages)
+        return swa_error_set(err, SWA_ERR_INVALID,
+                             "cuda decode_fa2: batch (%d work items, %d requests, %d pages) exceeds the buffers "
+                             "sized at plan time (%d, %d, %d)",
+                             p->num_work, B, entries, cap_work, cap_req, cap_pages);
+    const int *src[7] = {p->work_request, p->work_chunk, p->req_num_chunks, p->req_partial_offset, p->kv_indptr,
+                         p->kv_indices, p->kv_last_page_len};
+    /* kv_indices: +1, the plans keep one spare entry past the table (FOREIGN_PAGE_READ) */
+    size_t used[7] = {(size_t)p->num_work, (size_t)p->num_work, (size_t)B, (size_t)B, (size_t)B + 1,
+                      (size_t)entries + 1, (size_t)B};
+    size_t cap[7] = {(size_t)cap_work, (size_t)cap_work, (size_t)cap_req, (size_t)cap_req, (size_t)cap_req + 1,
+                     (size_t)cap_pages + 1, (size_t)cap_req};
+    for (int i = 0; i < 7; i++) {
+        PACK(of[i], NULL, cap[i]);
+        memcpy(pk.host + of[i], src[i], used[i] * sizeof(int));
+    }
+    int scalars[2] = {p->num_work, B};
+    PACK(of[7], scalars, 2);
+    *out = pk;
+    return SWA_OK;
+}
+
+swa_status swa_cuda_fa2_prepare(swa_cuda_inputs *d, const swa_decode_fa2_plan *p, int cap_work, int cap_req,
+                                int cap_pages, int cap_partial_rows, swa_cuda_fa2_params *prm, swa_error *err)
+{
+    swa_int_pack pk;
+    long of[8];
+    swa_status st = fa2_pack(p, cap_work, cap_req, cap_pages, &pk, of, err);
+    if (st) return st;
+    st = upload_ints(d, &pk, err);
+    swa_int_pack_free(&pk);
+    if (st) return st;
+    const int *ib = (const int *)d->ints.ptr;
+    memset(prm, 0, sizeof *prm);
+    prm->q = d->q;
+    prm->k = d->k_pages;
+    prm->v = d->v_pages;
+    prm->work_request = ib + of[0];
+    prm->work_chunk = ib + of[1];
+    prm->req_num_chunks = ib + of[2];
+    prm->req_partial_offset = ib + of[3];
+    prm->kv_indptr = ib + of[4];
+    prm->kv_indices = ib + of[5];
+    prm->kv_last_page_len = ib + of[6];
+    prm->scalars = ib + of[7];
+    prm->num_qo_heads = p->num_qo_heads;
+    prm->num_kv_heads = p->num_kv_heads;
+    prm->group_size = p->group_size;
+    prm->page_size = p->page_size;
+    prm->num_pages = d->num_pages;
+    prm->kv_chunk_size = p->kv_chunk_size;
+    prm->window_left = p->window_left;
+    prm->mutant = p->mutant;
+    prm->split_kv = p->split_kv;
+    prm->nhd = p->layout == SWA_LAYOUT_NHD;
+    prm->sm_scale = p->sm_scale;
+    prm->soft_cap = p->soft_cap;
+    if (p->split_kv) {
+        size_t rows = (size_t)cap_partial_rows * p->num_qo_heads;
+        if ((st = swa_dev_buf_reserve(&d->partial_o, rows * p->head_dim * sizeof(float), err))) return st;
+        if ((st = swa_dev_buf_reserve(&d->partial_l, rows * sizeof(float), err))) return st;
+        prm->o_part = (float *)d->partial_o.ptr;
+        prm->lse_part = (float *)d->partial_l.ptr;
+    }
+    return SWA_OK;
+}
+
+/* Mutant OOB_WRITE: where the kernel's stray element lands (just past out,
+ * inside the guard; nothing when there is no guard to absorb it). */
+static void fa2_oob_target(const swa_decode_fa2_plan *p, const swa_out_args *o, const out_dev *od,
+                           swa_cuda_fa2_params *prm)
+{
+    size_t es = swa_dtype_size(p->dtype);
+    if (p->mutant != SWA_MUTANT_OOB_WRITE || o->guard_bytes < es) return;
+    prm->oob_at = (unsigned char *)od->out + o->out_bytes;
+    prm->oob_bytes = (int)es;
+    prm->oob_value = (unsigned char)~o->guard_pattern;
+}
+
+static swa_status fa2_check(const swa_cuda_inputs *d, const swa_decode_fa2_plan *p, swa_error *err)
+{
+    swa_status st = check_common(d, p->dtype, p->num_qo_heads, p->num_kv_heads, p->head_dim, "decode_fa2", err);
+    if (st) return st;
+    if (p->page_size != d->page_size || p->layout != d->layout)
+        return swa_error_set(err, SWA_ERR_INVALID, "cuda decode_fa2: plan page_size %d / %s differs from the cache (%d / %s)",
+                             p->page_size, swa_layout_name(p->layout), d->page_size, swa_layout_name(d->layout));
+    return SWA_OK;
+}
+
+static swa_status cuda_decode_fa2(const swa_decode_fa2_plan *p, void *dev_inputs, const swa_out_args *o,
+                                  bool write_lse, swa_error *err)
+{
+    swa_cuda_inputs *d = (swa_cuda_inputs *)dev_inputs;
+    swa_status st = fa2_check(d, p, err);
+    if (st) return st;
+    swa_cuda_fa2_params prm;
+    if ((st = swa_cuda_fa2_prepare(d, p, p->num_work, p->num_requests, p->kv_indptr[p->num_requests],
+                                   p->total_partial_rows, &prm, err)))
+        return st;
+    out_dev od;
+    if ((st = outputs_to_device(d, o, write_lse, &od, err))) return st;
+    prm.out = od.out;
+    prm.lse = od.lse;
+    fa2_oob_target(p, o, &od, &prm);
+    if ((st = swa_cuda_fa2_launch(&prm, p->dtype, p->head_dim, p->grid_work, p->num_requests, od.lse != NULL,
+                                  d->stream, err)))
+        return st;
+    return outputs_to_host(d, o, &od, err);
+}
+
+static swa_status graph_run(swa_cuda_inputs *d, swa_decode_fa2_plan *captured, const swa_decode_fa2_plan *full,
+                            const swa_out_args *o, bool write_lse, cudaGraph_t *graph, cudaGraphExec_t *exec,
+                            swa_error *err)
+{
+    int cap_work = captured->capacity_work, cap_req = captured->capacity_requests;
+    int cap_pages = captured->capacity_pages, cap_partial = captured->capacity_partial_rows;
+    if (full->split_kv != captured->split_kv || full->kv_chunk_size != captured->kv_chunk_size)
+        return swa_error_set(err, SWA_ERR_INVALID, "cuda decode_fa2 graph: the replay plan changes split_kv/kv_chunk_size "
+                                                   "(launch scalars baked into the graph)");
+    if (full->total_partial_rows > cap_partial)
+        return swa_error_set(err, SWA_ERR_INVALID, "cuda decode_fa2 graph: replay needs %d partial rows, the graph "
+                                                   "buffers hold %d", full->total_partial_rows, cap_partial);
+    /* capture with the captured batch in buffers sized for the worst case */
+    swa_cuda_fa2_params prm;
+    swa_status st = swa_cuda_fa2_prepare(d, captured, cap_work, cap_req, cap_pages, cap_partial, &prm, err);
+    if (st) return st;
+    out_dev od;
+    if ((st = outputs_to_device(d, o, write_lse, &od, err))) return st;
+    SWA_CUDA_TRY(cudaStreamSynchronize(d->stream));
+    prm.out = od.out;
+    prm.lse = od.lse;
+    fa2_oob_target(captured, o, &od, &prm);
+
+    SWA_CUDA_TRY(cudaStreamBeginCapture(d->stream, cudaStreamCaptureModeRelaxed));
+    st = swa_cuda_fa2_launch(&prm, captured->dtype, captured->head_dim, captured->grid_work, cap_req,
+                             od.lse != NULL, d->stream, err);
+    cudaError_t end_rc = cudaStreamEndCapture(d->stream, graph);
+    if (st) return st;
+    if (end_rc != cudaSuccess) return swa_cuda_fail(err, end_rc, "cudaStreamEndCapture(stream, &graph)", __FILE__, __LINE__);
+    SWA_CUDA_TRY(cudaGraphInstantiate(exec, *graph, 0));
+
+    /* the full batch overwrites the same buffers in place; the graph reads
+     * num_work / num_requests from device memory */
+    swa_int_pack pk;
+    long of[8];
+    if ((st = fa2_pack(full, cap_work, cap_req, cap_pages, &pk, of, err))) return st;
+    cudaError_t rc = cudaMemcpy(d->ints.ptr, pk.host, pk.count * sizeof(int), cudaMemcpyHostToDevice);
+    swa_int_pack_free(&pk);
+    if (rc != cudaSuccess) return swa_cuda_fail(err, rc, "cudaMemcpy(plan arrays of the full batch)", __FILE__, __LINE__);
+    SWA_CUDA_TRY(cudaGraphLaunch(*exec, d->stream));
+    return outputs_to_host(d, o, &od, err);
+}
+
+static swa_status cuda_decode_fa2_graph(swa_decode_fa2_plan *captured, const swa_decode_fa2_plan *full,
+                                        void *dev_inputs, const swa_out_args *o, bool write_lse, swa_error *err)
+{
+    swa_cuda_inputs *d = (swa_cuda_inputs *)dev_inputs;
+    swa_status st = fa2_check(d, captured, err);
+    if (st) return st;
+    if ((st = fa2_check(d, full, err))) return st;
+    if (!captured->graph)
+        return swa_error_set(err, SWA_ERR_INVALID, "cuda decode_fa2 graph: the captured plan was not built in CUDA-graph mode");
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    st = graph_run(d, captured, full, o, write_lse, &graph, &exec, err);
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    return st;
+}
+
+// ----------------------------------------------------------------------------
+// decode_aiter
+
+swa_status swa_cuda_aiter_prepare(swa_cuda_inputs *d, const swa_decode_aiter_plan *p, swa_cuda_aiter_params *prm,
+                                  swa_error *err)
+{
+    swa_int_pack pk = {0};
+    long o_bt, o_cl;
+    PACK(o_bt, p->block_tables, (size_t)p->num_seqs * p->max_blocks_per_seq);
+    PACK(o_cl, p->context_lens, p->num_seqs);
+    swa_status st = upload_ints(d, &pk, err);
+    swa_int_pack_free(&pk);
+    if (st) return st;
+    const int *ib = (const int *)d->ints.ptr;
+    size_t slots = (size_t)p->num_seqs * p->num_qo_heads * (p->max_num_partitions > 0 ? p->max_num_partitions : 1);
+    if ((st = swa_dev_buf_reserve(&d->partial_o, slots * p->head_dim * sizeof(float), err))) return st;
+    if ((st = swa_dev_buf_reserve(&d->partial_l, 2 * slots * sizeof(float), err))) return st;
+    memset(prm, 0, sizeof *prm);
+    prm->q = d->q;
+    prm->k = d->k_pages;
+    prm->v = d->v_pages;
+    prm->tmp_out = (float *)d->partial_o.ptr;
+    prm->max_logits = (float *)d->partial_l.ptr;
+    prm->exp_sums = prm->max_logits + slots;
+    prm->block_tables = ib + o_bt;
+    prm->context_lens = ib + o_cl;
+    prm->num_seqs = p->num_seqs;
+    prm->num_qo_heads = p->num_qo_heads;
+    prm->num_kv_heads = p->num_kv_heads;
+    prm->group_size = p->group_size;
+    prm->block_size = p->block_size;
+    prm->num_pages = d->num_pages;
+    prm->max_blocks_per_seq = p->max_blocks_per_seq;
+    prm->partition_size = p->partition_size;
+    prm->max_num_partitions = p->max_num_partitions;
+    prm->sliding_window = p->sliding_window;
+    prm->mutant = p->mutant;
+    prm->nhd = p->layout == SWA_LAYOUT_NHD;
+    prm->scale = p->scale;
+    prm->soft_cap = p->soft_cap;
+    return SWA_OK;
+}
+
+static swa_status cuda_decode_aiter(const swa_decode_aiter_plan *p, void *dev_inputs, const swa_out_args *o,
+                                    swa_error *err)
+{
+    swa_cuda_inputs *d = (swa_cuda_inputs *)dev_inputs;
+    swa_status st = check_common(d, p->dtype, p->num_qo_heads, p->num_kv_heads, p->head_dim, "decode_aiter", err);
+    if (st) return st;
+    if (p->block_size != d->page_size || p->layout != d->layout)
+        return swa_error_set(err, SWA_ERR_INVALID, "cuda decode_aiter: plan block_size %d / %s differs from the cache (%d / %s)",
+                             p->block_size, swa_layout_name(p->layout), d->page_size, swa_layout_name(d->layout));
+    swa_cuda_aiter_params prm;
+    if ((st = swa_cuda_aiter_prepare(d, p, &prm, err))) return st;
+    out_dev od;
+    if ((st = outputs_to_device(d, o, false, &od, err))) return st;
+    prm.out = od.out;
+    if ((st = swa_cuda_aiter_launch(&prm, p->dtype, p->head_dim, d->stream, err))) return st;
+    return outputs_to_host(d, o, &od, err);
+}
+
+extern "C" const swa_device_ops swa_cuda_device_ops = {
+    SWA_DEVICE_CUDA,
+    "cuda",
+    cuda_available,
+    cuda_describe,
+    cuda_num_sms,
+    cuda_upload,
+    cuda_release,
+    cuda_prefill,
+    cuda_decode_fa2,
+    cuda_decode_fa2_graph,
+    cuda_decode_aiter,
+};

@@ -1,0 +1,243 @@
+/* prefill.cu — FlashInfer-style batch prefill on CUDA (paged and ragged),
+ * executing a swa_prefill_plan (backends/plan.h), plus the split-KV merge.
+ *
+ * Grid: (num_work * sub_tiles, num_kv_heads).  A work item is one query
+ * tile (plan->cta_tile_q packed GQA rows) x one KV chunk of one request;
+ * tiles of 64/128 rows run 64 rows per CTA (4 warps x 16 rows; a 128-row
+ * tile runs as two CTAs that share the tile's KV range), 16-row tiles run
+ * one row group with the keys split over 4 warps.  The KV range is the
+ * plan's: the KV-start skip from run_window_left (aligned down to
+ * cta_tile_kv, from the tile's first row), the causal end from the tile's
+ * last row; the per-element window mask only when plan->mask_window.
+ *
+ * Test: tests/gpu_test_kernels.c (prefill paged/ragged, split, GQA, windows). */
+#include "cuda_internal.cuh"
+#include "attn_engine.cuh"
+
+#include <limits.h>
+
+template <int D, bool MUT> struct swa_prefill_prob {
+    const swa_cuda_prefill_params &p;
+    const void *q, *k, *v;
+    float sm_scale, soft_cap;
+    swa_mutant m; /* SWA_MUTANT_NONE at compile time in the normal build */
+    int kv_begin, kv_end;
+    int r, chunk, kvh, qo_len, kv_len, row_base, row_limit, q_row0;
+    long long ragged_base; /* ragged: element offset of (token 0 of the request, kv head) */
+    const int *pages;      /* paged: the request's entries of page_indices */
+
+    __device__ swa_prefill_prob(const swa_cuda_prefill_params &prm) : p(prm)
+    {
+        q = p.q; k = p.k; v = p.v;
+        m = MUT ? (swa_mutant)p.mutant : SWA_MUTANT_NONE;
+        sm_scale = p.sm_scale;
+        soft_cap = m == SWA_MUTANT_SOFTCAP_COMPILED_OUT ? 0.f : p.soft_cap;
+    }
+
+    template <int ROWS> __device__ bool init()
+    {
+        /* last work item first: under a causal mask the plan's later
+         * tiles of a request carry the most keys; the order of execution
+         * does not change any result */
+        int cta = gridDim.x - 1 - blockIdx.x;
+        kvh = cta % p.num_kv_heads; /* kv heads fastest: CTAs sharing pages run together */
+        cta /= p.num_kv_heads;
+        int w = cta / p.sub_tiles, sub = cta % p.sub_tiles;
+        r = p.work_request[w];
+        int tile = p.work_qo_tile[w];
+        chunk = p.split_kv ? p.work_kv_chunk[w] : 0;
+        qo_len = p.qo_len[r];
+        kv_len = p.kv_len[r];
+        q_row0 = p.qo_indptr[r];
+        int packed_rows = qo_len * p.group_size;
+        int tile_begin = tile * p.cta_tile_q;
+        int tile_end = min(tile_begin + p.cta_tile_q, packed_rows);
+        row_base = tile_begin + sub * ROWS;
+        row_limit = tile_end;
+        if (row_base >= row_limit) return false;
+
+        int chunk_begin = p.split_kv ? chunk * p.kv_chunk_size : 0;
+        int chunk_end = p.split_kv ? min(chunk_begin + p.kv_chunk_size, kv_len) : kv_len;
+        /* KV range of the whole plan tile (a 128-row tile's two CTAs agree) */
+        int p_first = swa_query_pos(kv_len, qo_len, tile_begin / p.group_size, m);
+        int p_last = swa_query_pos(kv_len, qo_len, (tile_end - 1) / p.group_size, m);
+        kv_begin = swa_prefill_kv_begin(chunk_begin, swa_window_anchor(p_first, kv_len, qo_len, m),
+                                        p.run_window_left, p.cta_tile_kv);
+        kv_end = swa_prefill_kv_end(chunk_end, p_last, p.causal);
+
+        if (p.ragged) ragged_base = ((long long)p.kv_indptr[r] * p.num_kv_heads + kvh) * D;
+        else pages = p.page_indices + p.page_indptr[r];
+        return true;
+    }
+
+    __device__ int qo_head(int packed) const
+    {
+        return swa_qo_head_of(kvh, packed % p.group_size, p.group_size, p.num_kv_heads, m);
+    }
+
+    __device__ swa_row_info row(int local) const
+    {
+        swa_row_info ri;
+        int packed = row_base + local;
+        ri.valid = packed < row_limit;
+        if (!ri.valid) {
+            ri.q_off = 0; ri.lo = INT_MIN; ri.hi = INT_MAX;
+            return ri;
+        }
+        int i = packed / p.group_size;
+        ri.q_off = ((long long)(q_row0 + i) * p.num_qo_heads + qo_head(packed)) * D;
+        int pos = swa_query_pos(kv_len, qo_len, i, m);
+        swa_key_range kr = swa_mask_row_range(pos, swa_window_anchor(pos, kv_len, qo_len, m), p.window_left,
+                                              p.mask_window, p.causal, m);
+        ri.lo = kr.lo;
+        ri.hi = kr.hi;
+        return ri;
+    }
+
+    __device__ float masked_low_logit() const { return -CUDART_INF_F; }
+
+    /* page id of key t (ragged: t itself) */
+    __device__ int lookup(int t) const
+    {
+        return p.ragged ? t : pages[swa_page_div(t, p.page_size, p.page_shift)];
+    }
+    __device__ long long offset(int page, int t) const
+    {
+        if (p.ragged) return ragged_base + (long long)t * p.num_kv_heads * D;
+        int slot = swa_page_mod(t, p.page_size, p.page_shift);
+        if (p.nhd) return (((long long)page * p.page_size + slot) * p.num_kv_heads + kvh) * D;
+        return (((long long)page * p.num_kv_heads + kvh) * p.page_size + slot) * D;
+    }
+
+    template <typename T> __device__ void write_row(int local, int c, const float (&o)[8], float mx, float d) const
+    {
+        int packed = row_base + local;
+        if (packed >= row_limit) return;
+        int i = packed / p.group_size, h = qo_head(packed);
+        float lse2 = swa_state_lse(mx, d);
+        if (p.split_kv) {
+            long long slot = (long long)p.req_partial_offset[r] + (long long)chunk * qo_len + i;
+            long long rowi = slot * p.num_qo_heads + h;
+            swa_store8f(p.o_part + rowi * D + c * 8, o);
+            if (c == 0) p.lse_part[rowi] = lse2;
+        } else {
+            long long rowi = (long long)(q_row0 + i) * p.num_qo_heads + h;
+            swa_store8(reinterpret_cast<T *>(p.out) + rowi * D + c * 8, o);
+            if (c == 0 && p.lse) p.lse[rowi] = swa_lse_store_value(lse2, m);
+        }
+    }
+};
+
+/* The engine needs write_row without the dtype in the call. */
+template <int D, typename T, bool MUT> struct swa_prefill_prob_t : swa_prefill_prob<D, MUT> {
+    __device__ swa_prefill_prob_t(const swa_cuda_prefill_params &prm) : swa_prefill_prob<D, MUT>(prm) {}
+    __device__ void write_row(int local, int c, const float (&o)[8], float m, float d) const
+    {
+        swa_prefill_prob<D, MUT>::template write_row<T>(local, c, o, m, d);
+    }
+};
+
+template <class Cfg, typename T, bool MUT>
+__global__ void __launch_bounds__(Cfg::THREADS) swa_prefill_kernel(const swa_cuda_prefill_params p)
+{
+    extern __shared__ __align__(128) unsigned char smem[];
+    swa_prefill_prob_t<Cfg::D, T, MUT> prob(p);
+    if (!prob.template init<Cfg::ROWS>()) return;
+    swa_attn_engine<Cfg, T>(prob, smem);
+}
+
+/* One warp per (qo row, head): combines the row's KV-chunk partials. */
+template <typename T, int D, bool MUT>
+__global__ void __launch_bounds__(128) swa_prefill_merge_kernel(const swa_cuda_prefill_params p)
+{
+    int warp_global = blockIdx.x * (128 / SWA_WARP_SIZE) + threadIdx.x / SWA_WARP_SIZE;
+    int lane = threadIdx.x % SWA_WARP_SIZE;
+    if (warp_global >= p.total_qo * p.num_qo_heads) return;
+    int row = warp_global / p.num_qo_heads, head = warp_global % p.num_qo_heads;
+    /* request of this row: binary search in qo_indptr */
+    int lo = 0, hi = p.num_requests - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (p.qo_indptr[mid] <= row) lo = mid;
+        else hi = mid - 1;
+    }
+    int r = lo, i = row - p.qo_indptr[r];
+    T *out_row = reinterpret_cast<T *>(p.out) + ((size_t)row * p.num_qo_heads + head) * D;
+    float *lse_out = p.lse ? p.lse + (size_t)row * p.num_qo_heads + head : NULL;
+    swa_merge_row<T, D, MUT>(p.o_part, p.lse_part, p.num_qo_heads, head, p.req_partial_offset[r] + i,
+                             p.qo_len[r], p.req_num_chunks[r], out_row, lse_out, p.mutant, lane);
+}
+
+// ----------------------------------------------------------------------------
+// launcher
+
+template <class Cfg, typename T, bool MUT>
+static swa_status swa_prefill_launch_cfg(const swa_cuda_prefill_params *pp, int num_work, bool write_lse,
+                                         cudaStream_t stream, swa_error *err)
+{
+    swa_cuda_prefill_params p = *pp;
+    if (!write_lse) p.lse = NULL;
+    p.sub_tiles = p.cta_tile_q > Cfg::ROWS ? p.cta_tile_q / Cfg::ROWS : 1;
+    p.page_shift = swa_cuda_pow2_shift(p.page_size);
+    if (num_work > 0) {
+        auto kernel = swa_prefill_kernel<Cfg, T, MUT>;
+        SWA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+        dim3 grid((unsigned)((long long)num_work * p.sub_tiles * p.num_kv_heads));
+        kernel<<<grid, Cfg::THREADS, Cfg::SMEM_BYTES, stream>>>(p);
+        SWA_CUDA_TRY_LAUNCH("prefill kernel");
+    }
+    if (p.split_kv && p.total_qo > 0) {
+        long long warps = (long long)p.total_qo * p.num_qo_heads;
+        unsigned blocks = (unsigned)((warps + 3) / 4);
+        swa_prefill_merge_kernel<T, Cfg::D, MUT><<<blocks, 128, 0, stream>>>(p);
+        SWA_CUDA_TRY_LAUNCH("prefill merge kernel");
+    }
+    return SWA_OK;
+}
+
+template <int D, typename T, bool MUT>
+static swa_status swa_prefill_launch_d(const swa_cuda_prefill_params *p, int num_work, bool write_lse,
+                                       cudaStream_t stream, swa_error *err)
+{
+    /* 16-row tiles: one row group, keys split over 4 warps; 64 rows: 4
+     * warps x 16; 128 rows: 4 warps x 32 (two m-tiles share each K/V
+     * fragment), or two 64-row CTAs for D = 256 (registers) */
+    if (p->cta_tile_q <= 16)
+        return swa_prefill_launch_cfg<swa_engine_cfg<D, 1, 4>, T, MUT>(p, num_work, write_lse, stream, err);
+    if constexpr (D <= 128) {
+        if (p->cta_tile_q >= 128 && swa_cuda_tune.prefill_rows_per_warp == 32)
+            return swa_prefill_launch_cfg<swa_engine_cfg<D, 4, 1, 2>, T, MUT>(p, num_work, write_lse, stream, err);
+    }
+    return swa_prefill_launch_cfg<swa_engine_cfg<D, 4, 1>, T, MUT>(p, num_work, write_lse, stream, err);
+}
+
+template <typename T, bool MUT>
+static swa_status swa_prefill_launch_t(const swa_cuda_prefill_params *p, int head_dim, int num_work,
+                                       bool write_lse, cudaStream_t stream, swa_error *err)
+{
+    switch (head_dim) {
+    case 64: return swa_prefill_launch_d<64, T, MUT>(p, num_work, write_lse, stream, err);
+    case 128: return swa_prefill_launch_d<128, T, MUT>(p, num_work, write_lse, stream, err);
+    case 256: return swa_prefill_launch_d<256, T, MUT>(p, num_work, write_lse, stream, err);
+    default: return swa_error_set(err, SWA_ERR_UNSUPPORTED, "cuda prefill: head_dim %d not compiled (64, 128, 256)", head_dim);
+    }
+}
+
+swa_status swa_cuda_prefill_launch(const swa_cuda_prefill_params *p, swa_dtype dtype, int head_dim,
+                                   int num_work, bool write_lse, cudaStream_t stream, swa_error *err)
+{
+    if (p->cta_tile_q != 16 && p->cta_tile_q != 64 && p->cta_tile_q != 128)
+        return swa_error_set(err, SWA_ERR_INVALID, "cuda prefill: plan cta_tile_q %d (expected 16, 64 or 128)",
+                             p->cta_tile_q);
+    if (p->cta_tile_kv <= 0)
+        return swa_error_set(err, SWA_ERR_INVALID, "cuda prefill: plan cta_tile_kv %d must be > 0", p->cta_tile_kv);
+    bool mut = p->mutant != SWA_MUTANT_NONE;
+    if (dtype == SWA_DTYPE_FP16)
+        return mut ? swa_prefill_launch_t<swa_half_t, true>(p, head_dim, num_work, write_lse, stream, err)
+                   : swa_prefill_launch_t<swa_half_t, false>(p, head_dim, num_work, write_lse, stream, err);
+    if (dtype == SWA_DTYPE_BF16)
+        return mut ? swa_prefill_launch_t<swa_bf16_t, true>(p, head_dim, num_work, write_lse, stream, err)
+                   : swa_prefill_launch_t<swa_bf16_t, false>(p, head_dim, num_work, write_lse, stream, err);
+    return swa_error_set(err, SWA_ERR_UNSUPPORTED, "cuda prefill: dtype %s not supported (fp16, bf16)",
+                         swa_dtype_name(dtype));
+}

@@ -1,0 +1,459 @@
+/* gpu_test_kernels.c — the CUDA kernels (prefill paged/ragged, decode_fa2
+ * plain and CUDA-graph, decode_aiter) run through the backends' real plans
+ * on the GPU, checked against a double-precision attention loop
+ * (tests/test_backend_fixture.h) and against the host emulation of the same
+ * plans: window edges, GQA, page sizes 1/16/odd, NHD/HND, head_dim
+ * 64/128/256, split and unsplit plans, fp16/bf16, soft cap, poisoned outputs
+ * with guard bytes; and every kernel-level mutant doing on the GPU what it
+ * does in the host emulation.
+ *
+ * Needs a CUDA device: exits 77 (skipped) without one.  The device check
+ * runs in a child process so Criterion's per-test forks start with a clean
+ * CUDA state.
+ *
+ *   ctest --test-dir build -L gpu --output-on-failure
+ *   ./build/tests/gpu_test_kernels --verbose          (one line per case) */
+#include <criterion/criterion.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+#include "backends/decode_aiter.h"
+#include "backends/decode_fa2.h"
+#include "backends/prefill.h"
+#include "test_backend_fixture.h"
+
+/* the CUDA device of this binary (NULL when built without CUDA: skipped) */
+#define CUDA_DEV swa_device_get(SWA_DEVICE_CUDA)
+
+/* -------------------------------------------------------------------------
+ * running one backend on one device */
+
+typedef struct gpu_shape {
+    const char *name;
+    int num_requests;
+    int qo_len[4], kv_len[4]; /* qo_len all 0: decode (1 each) */
+    int hq, hk, head_dim, page_size, window_left;
+    swa_dtype dtype;
+    swa_layout layout;
+    swa_kv_mode kv_mode;
+    bool noncausal;
+    double soft_cap;
+} gpu_shape;
+
+static void shape_setup(fx *f, const gpu_shape *t, bool graph, int capture)
+{
+    static const int ones[4] = {1, 1, 1, 1};
+    bool decode = t->qo_len[0] == 0;
+    fx_spec s = {.num_requests = t->num_requests, .qo_len = decode ? ones : t->qo_len, .kv_len = t->kv_len,
+                 .num_qo_heads = t->hq, .num_kv_heads = t->hk, .head_dim = t->head_dim, .dtype = t->dtype,
+                 .page_size = t->page_size, .layout = t->layout, .kv_mode = t->kv_mode,
+                 .noncausal = t->noncausal, .window_left = t->window_left, .soft_cap = t->soft_cap,
+                 .cuda_graph = graph, .graph_capture_requests = capture, .return_lse = true};
+    fx_setup(f, &s);
+}
+
+/* What the planner chose, for failure messages. */
+static void plan_summary(const swa_backend *b, const void *plan, char *buf, size_t n)
+{
+    if (b == &swa_backend_prefill) {
+        const swa_prefill_plan *p = swa_prefill_plan_of(plan);
+        snprintf(buf, n, "tile_q %d tile_kv %d split %d chunk %d work %d", p->cta_tile_q, p->cta_tile_kv,
+                 p->split_kv, p->kv_chunk_size, p->num_work);
+    } else if (b == &swa_backend_decode_fa2) {
+        const swa_decode_fa2_plan *p = swa_decode_fa2_plan_of(plan);
+        snprintf(buf, n, "split %d chunk %d work %d grid %d graph %d", p->split_kv, p->kv_chunk_size, p->num_work,
+                 p->grid_work, p->graph);
+    } else {
+        const swa_decode_aiter_plan *p = swa_decode_aiter_plan_of(plan);
+        snprintf(buf, n, "S %d partitions %d", p->sliding_window, p->max_num_partitions);
+    }
+}
+
+/* Plans b for dev and runs it on fresh poisoned outputs (fx_run with a device). */
+static swa_status run_on(fx *f, const swa_device_ops *dev, const swa_backend *b, swa_mutant m, bool return_lse,
+                         char *summary, size_t summary_n, swa_error *err)
+{
+    fx_out_reset(f);
+    swa_plan_opts o = {.device = dev, .mutant = m, .num_sms = 0, .warn = fx_warn, .warn_ctx = f};
+    void *plan = NULL, *dev_in = NULL;
+    swa_status st = b->plan(&f->c, &f->in, &o, &plan, err);
+    if (st != SWA_OK)
+        return st;
+    if (summary)
+        plan_summary(b, plan, summary, summary_n);
+    st = dev->upload(&f->in, &dev_in, err);
+    if (st == SWA_OK) {
+        swa_run_opts r = {.window_left_set = true, .window_left = f->c.window_left, .return_lse = return_lse};
+        st = b->run(plan, dev_in, &r, &f->o, err);
+        dev->release(dev_in);
+    }
+    b->free(plan);
+    return st;
+}
+
+static float *copy_out(const fx *f)
+{
+    float *c = malloc(sizeof(float) * (f->out_elems ? f->out_elems : 1));
+    for (size_t i = 0; i < f->out_elems; i++)
+        c[i] = swa_load(f->c.dtype, f->o.out, i);
+    return c;
+}
+
+/* Elements where a and b differ by more than tol (NaN must match NaN). */
+static long count_diff(const float *a, const float *b, size_t n, double tol, double *worst)
+{
+    long bad = 0;
+    *worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(a[i]) || isnan(b[i])) {
+            if (isnan(a[i]) != isnan(b[i]))
+                bad++;
+            continue;
+        }
+        double d = fabs((double)a[i] - b[i]);
+        if (d > *worst)
+            *worst = d;
+        if (d > tol + tol * fabs(b[i]))
+            bad++;
+    }
+    return bad;
+}
+
+/* The GPU's tolerance: P goes through the dtype into the tensor cores and
+ * the softmax uses ex2.approx; the same envelope as the host emulation. */
+static double gpu_tol(swa_dtype d) { return d == SWA_DTYPE_BF16 ? 8e-3 : 2e-3; }
+
+/* Runs one shape on the GPU and on the host; checks the GPU against the
+ * reference (output, LSE, guards) and against the host emulation. */
+static void check_shape(const gpu_shape *t, const swa_backend *b, bool graph, int capture)
+{
+    fx f;
+    shape_setup(&f, t, graph, capture);
+    swa_error err = {0};
+    char plan_cuda[160] = "", plan_host[160] = "";
+    bool lse = b != &swa_backend_decode_aiter;
+    swa_status st = run_on(&f, CUDA_DEV, b, SWA_MUTANT_NONE, lse, plan_cuda, sizeof plan_cuda, &err);
+    cr_assert_eq(st, SWA_OK, "%s [%s %s %s hd%d ps%d L%d]: cuda run failed: %s", t->name, b->name,
+                 swa_dtype_name(t->dtype), swa_layout_name(t->layout), t->head_dim, t->page_size, t->window_left,
+                 err.message);
+    double tol = gpu_tol(t->dtype), worst = 0;
+    long bad = fx_out_mismatches(&f, tol, tol, &worst);
+    cr_expect_eq(bad, 0, "%s [%s %s %s hd%d ps%d L%d; plan %s]: %ld of %zu elements off the reference, max err %g",
+                 t->name, b->name, swa_dtype_name(t->dtype), swa_layout_name(t->layout), t->head_dim,
+                 t->page_size, t->window_left, plan_cuda, bad, f.out_elems, worst);
+    if (lse) {
+        long lbad = fx_lse_mismatches(&f, 2.0, 1e-2);
+        cr_expect_eq(lbad, 0, "%s [%s]: %ld of %zu LSE values off the reference", t->name, b->name, lbad,
+                     f.lse_elems);
+    }
+    cr_expect(fx_guards_ok(&f), "%s [%s]: guard bytes around out/lse were written", t->name, b->name);
+    float *gpu = copy_out(&f);
+
+    st = run_on(&f, &swa_host_device_ops, b, SWA_MUTANT_NONE, lse, plan_host, sizeof plan_host, &err);
+    cr_assert_eq(st, SWA_OK, "%s [%s]: host run failed: %s", t->name, b->name, err.message);
+    cr_expect_str_eq(plan_cuda, plan_host, "%s [%s]: host and cuda got different plans", t->name, b->name);
+    float *host = copy_out(&f);
+    double worst_h;
+    long hbad = count_diff(gpu, host, f.out_elems, 2 * tol, &worst_h);
+    cr_expect_eq(hbad, 0, "%s [%s]: %ld elements differ from the host emulation (max %g)", t->name, b->name, hbad,
+                 worst_h);
+    if (criterion_options.logging_threshold <= CRITERION_INFO)
+        cr_log_info("%-34s %-12s %s %s hd%-3d ps%-2d L%-5d plan {%s} max err %.2e (host diff %.2e)", t->name,
+                    b->name, swa_dtype_name(t->dtype), swa_layout_name(t->layout), t->head_dim, t->page_size,
+                    t->window_left, plan_cuda, worst, worst_h);
+    free(gpu);
+    free(host);
+    fx_teardown(&f);
+}
+
+#define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
+#define FP16 SWA_DTYPE_FP16
+#define BF16 SWA_DTYPE_BF16
+#define NHD SWA_LAYOUT_NHD
+#define HND SWA_LAYOUT_HND
+#define PAGED SWA_KV_PAGED
+#define RAGGED SWA_KV_RAGGED
+
+/* -------------------------------------------------------------------------
+ * prefill */
+
+static const gpu_shape prefill_shapes[] = {
+    {"seed000 extend 6/8/12 L4 prefix", 3, {6, 8, 12}, {20, 37, 12}, 4, 4, 64, 16, 4, FP16},
+    {"seed000 extend 6/8/12 L4 no prefix", 3, {6, 8, 12}, {6, 8, 12}, 4, 4, 64, 16, 4, BF16},
+    {"long no-prefix above window", 1, {100}, {100}, 2, 2, 128, 16, 4, FP16},
+    {"window 0 one key, page 5", 2, {9, 3}, {9, 40}, 4, 2, 64, 5, 0, FP16},
+    {"no window GQA 8/2", 2, {17, 33}, {50, 33}, 8, 2, 64, 16, -1, BF16},
+    {"window saturated, page 1", 1, {20}, {30}, 4, 4, 64, 1, 1000, FP16},
+    {"HND page 7 window 31", 2, {40, 70}, {90, 70}, 4, 1, 128, 7, 31, FP16, HND},
+    {"HND page 1 hd256 L63", 2, {30, 65}, {80, 65}, 4, 2, 256, 1, 63, BF16, HND},
+    {"ragged window 4", 3, {6, 8, 12}, {20, 37, 12}, 4, 4, 64, 16, 4, FP16, NHD, RAGGED},
+    {"ragged hd128 GQA 8/1 L127", 2, {300, 90}, {700, 90}, 8, 1, 128, 16, 127, BF16, NHD, RAGGED},
+    {"non-causal window 5", 2, {10, 7}, {30, 7}, 2, 2, 64, 16, 5, FP16, NHD, PAGED, true},
+    {"soft cap 50 window 16", 1, {48}, {80}, 4, 2, 64, 16, 16, BF16, NHD, PAGED, false, 50},
+    {"soft cap 2 window 16 hd128", 1, {48}, {80}, 4, 2, 128, 16, 16, FP16, NHD, PAGED, false, 2},
+    {"hd256 split long KV L512", 1, {24}, {1500}, 4, 1, 256, 16, 512, BF16},
+    {"split no window", 1, {16}, {2000}, 2, 2, 64, 16, -1, FP16},
+    {"split hd128 page 13 L1023", 2, {40, 8}, {3000, 2100}, 8, 2, 128, 13, 1023, FP16, HND},
+    {"128-row tiles GQA 4, L255", 2, {260, 200}, {600, 200}, 16, 4, 128, 16, 255, FP16},
+    {"128-row tiles hd64 no window", 1, {512}, {512}, 4, 4, 64, 16, -1, BF16},
+    {"gemma-like hd256 G4 L512", 1, {700}, {700}, 4, 1, 256, 16, 512, BF16},
+    {"mistral-like hd128 32/8 L4096", 1, {300}, {5000}, 32, 8, 128, 16, 4096, FP16},
+};
+
+Test(gpu_prefill, matches_reference_and_host_emulation)
+{
+    for (size_t n = 0; n < N_ELEMS(prefill_shapes); n++)
+        check_shape(&prefill_shapes[n], &swa_backend_prefill, false, 0);
+}
+
+/* -------------------------------------------------------------------------
+ * decode */
+
+static const gpu_shape decode_shapes[] = {
+    {"L0 one key", 3, {0}, {1, 17, 300}, 8, 2, 128, 16, 0, FP16},
+    {"L31 page 16", 4, {0}, {5, 32, 33, 700}, 32, 8, 128, 16, 31, BF16},
+    {"L127 page 1", 3, {0}, {100, 128, 129}, 4, 4, 64, 1, 127, FP16},
+    {"L1023 page 7 HND", 3, {0}, {1000, 1024, 3001}, 16, 2, 128, 7, 1023, FP16, HND},
+    {"saturated L4096", 2, {0}, {4000, 4097}, 8, 1, 64, 16, 4096, BF16},
+    {"no window long", 2, {0}, {8000, 300}, 32, 8, 128, 16, -1, FP16},
+    {"hd256 gemma 4/1 L512", 3, {0}, {1500, 513, 100}, 4, 1, 256, 16, 512, BF16},
+    {"GQA 16 hd64 page 3", 2, {0}, {250, 999}, 16, 1, 64, 3, 200, FP16, HND},
+    {"soft cap 50 L64", 2, {0}, {300, 65}, 8, 2, 128, 16, 64, BF16, NHD, PAGED, false, 50},
+    {"GQA 32 (two row blocks)", 2, {0}, {600, 40}, 32, 1, 128, 16, 100, FP16},
+};
+
+Test(gpu_decode, fa2_matches_reference_and_host_emulation)
+{
+    for (size_t n = 0; n < N_ELEMS(decode_shapes); n++)
+        check_shape(&decode_shapes[n], &swa_backend_decode_fa2, false, 0);
+}
+
+Test(gpu_decode, aiter_matches_reference_and_host_emulation)
+{
+    for (size_t n = 0; n < N_ELEMS(decode_shapes); n++)
+        check_shape(&decode_shapes[n], &swa_backend_decode_aiter, false, 0);
+}
+
+Test(gpu_decode, fa2_graph_replay_with_larger_batch)
+{
+    /* captured with the first request(s), replayed on the whole batch */
+    static const gpu_shape graph_shapes[] = {
+        {"graph L31 capture 1 of 4", 4, {0}, {40, 700, 33, 2000}, 8, 2, 128, 16, 31, FP16},
+        {"graph no window capture 2 of 3", 3, {0}, {100, 5000, 64}, 32, 8, 128, 16, -1, BF16},
+        {"graph L1023 page 5 capture 1 of 3", 3, {0}, {3000, 10, 1500}, 4, 1, 64, 5, 1023, FP16, HND},
+    };
+    static const int capture[] = {1, 2, 1};
+    for (size_t n = 0; n < N_ELEMS(graph_shapes); n++)
+        check_shape(&graph_shapes[n], &swa_backend_decode_fa2, true, capture[n]);
+}
+
+/* -------------------------------------------------------------------------
+ * kernel variants (backends/cuda tuning knobs; the tests above run the
+ * defaults: 32 rows per warp for 128-row prefill tiles, 2-warp decode
+ * CTAs): 64-row prefill CTAs, 4-warp decode CTAs */
+
+#ifdef SWADIFF_HAVE_CUDA /* the knobs exist only in a CUDA build (else main skips with 77) */
+void swa_cuda_set_tuning(int prefill_rows_per_warp, int decode_warps); /* cuda_device.cu */
+
+Test(gpu_variants, prefill_one_m_tile_per_warp)
+{
+    swa_cuda_set_tuning(16, 2);
+    for (size_t n = 0; n < N_ELEMS(prefill_shapes); n++)
+        check_shape(&prefill_shapes[n], &swa_backend_prefill, false, 0);
+}
+
+Test(gpu_variants, decode_four_warps)
+{
+    swa_cuda_set_tuning(32, 4);
+    for (size_t n = 0; n < N_ELEMS(decode_shapes); n++) {
+        check_shape(&decode_shapes[n], &swa_backend_decode_fa2, false, 0);
+        check_shape(&decode_shapes[n], &swa_backend_decode_aiter, false, 0);
+    }
+}
+#endif /* SWADIFF_HAVE_CUDA */
+
+/* -------------------------------------------------------------------------
+ * mutants: on the GPU each kernel-level mutant must break the case the host
+ * emulation's breaks, the same way */
+
+typedef struct gpu_mutant_case {
+    swa_mutant mutant;
+    const swa_backend *backend;
+    gpu_shape shape;
+    bool graph;
+} gpu_mutant_case;
+
+static void check_mutant(const gpu_mutant_case *k)
+{
+    const char *name = swa_mutant_get(k->mutant)->name;
+    const gpu_shape *t = &k->shape;
+    const swa_backend *b = k->backend;
+    bool lse = b != &swa_backend_decode_aiter;
+    fx f;
+    shape_setup(&f, t, k->graph, k->graph ? 1 : 0);
+    swa_error err = {0};
+    swa_status st = run_on(&f, CUDA_DEV, b, k->mutant, lse, NULL, 0, &err);
+    cr_assert_eq(st, SWA_OK, "mutant %s on %s [%s]: cuda run failed: %s", name, t->name, b->name, err.message);
+    double tol = gpu_tol(t->dtype);
+    long gpu_bad = fx_out_mismatches(&f, tol, tol, NULL);
+    long gpu_lse_bad = lse ? fx_lse_mismatches(&f, 2.0, 1e-2) : 0;
+    bool gpu_guard = fx_guards_ok(&f);
+    float *gpu = copy_out(&f);
+
+    st = run_on(&f, &swa_host_device_ops, b, k->mutant, lse, NULL, 0, &err);
+    cr_assert_eq(st, SWA_OK, "mutant %s on %s: host run failed: %s", name, t->name, err.message);
+    long host_bad = fx_out_mismatches(&f, tol, tol, NULL);
+    long host_lse_bad = lse ? fx_lse_mismatches(&f, 2.0, 1e-2) : 0;
+    bool host_guard = fx_guards_ok(&f);
+    float *host = copy_out(&f);
+
+    cr_expect(host_bad > 0 || host_lse_bad > 0 || !host_guard,
+              "mutant %s on %s [%s]: the host emulation does not change anything (case chosen badly)", name,
+              t->name, b->name);
+    cr_expect_eq(gpu_bad > 0, host_bad > 0, "mutant %s on %s [%s]: output off on cuda %ld, host %ld", name,
+                 t->name, b->name, gpu_bad, host_bad);
+    cr_expect_eq(gpu_lse_bad > 0, host_lse_bad > 0, "mutant %s on %s [%s]: LSE off on cuda %ld, host %ld", name,
+                 t->name, b->name, gpu_lse_bad, host_lse_bad);
+    cr_expect_eq(gpu_guard, host_guard, "mutant %s on %s [%s]: guards intact on cuda %d, host %d", name, t->name,
+                 b->name, gpu_guard, host_guard);
+    double worst;
+    long diff = count_diff(gpu, host, f.out_elems, 2 * tol, &worst);
+    cr_expect_eq(diff, 0, "mutant %s on %s [%s]: cuda and host outputs differ in %ld elements (max %g)", name,
+                 t->name, b->name, diff, worst);
+    free(gpu);
+    free(host);
+    fx_teardown(&f);
+}
+
+#define PF &swa_backend_prefill
+#define FA2 &swa_backend_decode_fa2
+#define AIT &swa_backend_decode_aiter
+static const gpu_mutant_case mutant_cases[] = {
+    {SWA_MUTANT_MASK_COMPILED_OUT, PF, {"seed000 L4 long", 1, {100}, {100}, 2, 2, 128, 16, 4, FP16}},
+    {SWA_MUTANT_LEFT_BOUND_GT, PF, {"prefill L4", 3, {6, 8, 12}, {20, 37, 12}, 4, 4, 64, 16, 4, FP16}},
+    {SWA_MUTANT_LEFT_BOUND_MINUS1, PF, {"prefill L4", 3, {6, 8, 12}, {20, 37, 12}, 4, 4, 64, 16, 4, FP16}},
+    {SWA_MUTANT_TOP_LEFT_ALIGN, PF, {"prefill L4", 3, {6, 8, 12}, {20, 37, 12}, 4, 4, 64, 16, 4, FP16}},
+    {SWA_MUTANT_REQUEST_ANCHORED, PF, {"prefill L4 long", 1, {100}, {100}, 2, 2, 128, 16, 4, FP16}},
+    {SWA_MUTANT_SOFTCAP_COMPILED_OUT, PF, {"prefill cap 2", 1, {48}, {80}, 4, 2, 64, 16, 16, FP16, NHD, PAGED, false, 2}},
+    {SWA_MUTANT_LSE_WRONG_BASE, PF, {"prefill L4", 3, {6, 8, 12}, {20, 37, 12}, 4, 4, 64, 16, 4, FP16}},
+    {SWA_MUTANT_LSE_MERGE_DROPPED, PF, {"prefill split", 1, {16}, {2000}, 2, 2, 64, 16, -1, FP16}},
+    {SWA_MUTANT_GQA_MOD_MAPPING, PF, {"prefill GQA 8/2", 2, {17, 33}, {50, 33}, 8, 2, 64, 16, -1, BF16}},
+    {SWA_MUTANT_LEFT_BOUND_GT, FA2, {"decode L31", 3, {0}, {100, 700, 33}, 8, 2, 128, 16, 31, FP16}},
+    {SWA_MUTANT_LEFT_BOUND_MINUS1, FA2, {"decode L31", 3, {0}, {100, 700, 33}, 8, 2, 128, 16, 31, FP16}},
+    {SWA_MUTANT_SOFTCAP_COMPILED_OUT, FA2, {"decode cap 2", 2, {0}, {300, 65}, 8, 2, 128, 16, 64, BF16, NHD, PAGED, false, 2}},
+    {SWA_MUTANT_LSE_WRONG_BASE, FA2, {"decode L31", 3, {0}, {100, 700, 33}, 8, 2, 128, 16, 31, FP16}},
+    {SWA_MUTANT_LSE_MERGE_DROPPED, FA2, {"decode split uneven", 2, {0}, {1000, 510}, 8, 2, 128, 16, -1, FP16}},
+    {SWA_MUTANT_GQA_MOD_MAPPING, FA2, {"decode GQA 8/2", 3, {0}, {100, 700, 33}, 8, 2, 128, 16, 31, FP16}},
+    {SWA_MUTANT_FOREIGN_PAGE_READ, FA2, {"decode foreign page", 3, {0}, {100, 700, 33}, 8, 2, 128, 16, -1, FP16}},
+    {SWA_MUTANT_WINDOW_PAGE_CROSS, FA2, {"decode page cross", 3, {0}, {100, 700, 37}, 8, 2, 128, 16, 31, FP16}},
+    {SWA_MUTANT_OOB_WRITE, FA2, {"decode oob", 2, {0}, {100, 70}, 8, 2, 64, 16, 31, FP16}},
+    {SWA_MUTANT_OOB_WRITE, FA2, {"decode oob graph", 2, {0}, {100, 70}, 8, 2, 64, 16, 31, FP16}, true},
+    {SWA_MUTANT_GRAPH_CAPTURED_SCALARS, FA2, {"graph captured scalars", 3, {0}, {40, 700, 2000}, 8, 2, 128, 16, 31, FP16}, true},
+    {SWA_MUTANT_SOFTCAP_BEFORE_MASK, AIT, {"aiter cap 2 L31", 2, {0}, {300, 700}, 8, 2, 128, 16, 31, BF16, NHD, PAGED, false, 2}},
+    {SWA_MUTANT_GQA_MOD_MAPPING, AIT, {"aiter GQA 8/2", 3, {0}, {100, 700, 33}, 8, 2, 128, 16, 31, FP16}},
+    {SWA_MUTANT_FOREIGN_PAGE_READ, AIT, {"aiter foreign page", 3, {0}, {100, 700, 33}, 8, 2, 128, 16, -1, FP16}},
+    {SWA_MUTANT_AITER_S_EQ_L, AIT, {"aiter S=L", 2, {0}, {300, 700}, 8, 2, 128, 16, 31, FP16}},
+};
+
+Test(gpu_mutants, each_behaves_as_in_the_host_emulation)
+{
+    for (size_t n = 0; n < N_ELEMS(mutant_cases); n++)
+        check_mutant(&mutant_cases[n]);
+}
+
+/* -------------------------------------------------------------------------
+ * device plumbing */
+
+Test(gpu_device, describe_and_plan_mismatch_errors)
+{
+    char buf[256];
+    CUDA_DEV->describe(buf, sizeof buf);
+    cr_expect(strstr(buf, "SMs") != NULL, "describe() should name the SM count: %s", buf);
+    cr_expect_gt(CUDA_DEV->num_sms(), 0, "num_sms() of a present device");
+
+    /* a plan for other heads than the uploaded inputs: a clear error, no fault */
+    const gpu_shape *t = &decode_shapes[1];
+    fx f;
+    shape_setup(&f, t, false, 0);
+    swa_plan_opts o = {.device = CUDA_DEV};
+    swa_decode_fa2_plan *p = NULL;
+    swa_error err = {0};
+    cr_assert_eq(swa_decode_fa2_plan_build(&f.c, &f.in.paged, f.c.num_requests, &o, &p, &err), SWA_OK, "%s",
+                 err.message);
+    void *dev = NULL;
+    cr_assert_eq(CUDA_DEV->upload(&f.in, &dev, &err), SWA_OK, "%s", err.message);
+    p->num_qo_heads *= 2;
+    swa_status st = CUDA_DEV->decode_fa2(p, dev, &f.o, false, &err);
+    cr_expect_eq(st, SWA_ERR_INVALID, "mismatched plan should be SWA_ERR_INVALID, got %d (%s)", st, err.message);
+    cr_expect(strstr(err.message, "does not match") != NULL, "message should say what differs: %s", err.message);
+    p->num_qo_heads /= 2;
+    /* and the device is still usable afterwards */
+    cr_expect_eq(CUDA_DEV->decode_fa2(p, dev, &f.o, true, &err), SWA_OK, "%s", err.message);
+    double tol = gpu_tol(t->dtype);
+    cr_expect_eq(fx_out_mismatches(&f, tol, tol, NULL), 0, "run after a rejected plan");
+    CUDA_DEV->release(dev);
+    swa_decode_fa2_plan_free(p);
+    fx_teardown(&f);
+}
+
+Test(gpu_device, device_fault_becomes_an_error_status)
+{
+    /* mutant device_fault stores far outside every allocation: the run must
+     * come back as SWA_ERR_DEVICE naming the CUDA error, not abort (this
+     * test's own process loses its CUDA context; Criterion forks per test) */
+    const gpu_shape *t = &decode_shapes[1];
+    fx f;
+    shape_setup(&f, t, false, 0);
+    swa_error err = {0};
+    swa_status st = run_on(&f, CUDA_DEV, &swa_backend_decode_fa2, SWA_MUTANT_DEVICE_FAULT, true, NULL, 0, &err);
+    cr_expect_eq(st, SWA_ERR_DEVICE, "device_fault run returned %d (%s), expected SWA_ERR_DEVICE", st, err.message);
+    cr_expect(strstr(err.message, "cudaError") != NULL, "the message should name the CUDA error: %s", err.message);
+    fx_teardown(&f);
+}
+
+/* -------------------------------------------------------------------------
+ * main: skip (77) without a usable device; probe it in a child so that no
+ * CUDA state is inherited by Criterion's forked tests. */
+
+static int probe_device(char *why, size_t n)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        close(fds[0]);
+        char msg[256] = "this swadiff was built without the CUDA device";
+        bool ok = CUDA_DEV && CUDA_DEV->available(msg, sizeof msg);
+        if (!ok && write(fds[1], msg, strlen(msg)) < 0)
+            _exit(2);
+        _exit(ok ? 0 : 1);
+    }
+    close(fds[1]);
+    ssize_t got = read(fds[0], why, n - 1);
+    why[got > 0 ? got : 0] = 0;
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    char why[256] = "";
+    int rc = probe_device(why, sizeof why);
+    if (rc != 0) {
+        fprintf(stderr, "gpu_test_kernels: skipped: %s\n", rc < 0 ? "could not fork the device probe" : why);
+        return SWA_EXIT_NO_GPU;
+    }
+    struct criterion_test_set *tests = criterion_initialize();
+    int result = 0;
+    if (criterion_handle_args(argc, argv, true))
+        result = !criterion_run_all_tests(tests);
+    criterion_finalize(tests);
+    return result;
+}
