@@ -59,7 +59,7 @@
 #ifndef SWADIFF_ATTN_PRIMITIVES_H
 #define SWADIFF_ATTN_PRIMITIVES_H
 
-#ifndef __CUDACC__
+#if !defined(__CUDACC__) && !defined(__HIPCC__) /* nvcc, or hipcc (ROCm build) */
 #define SWA_HD
 #else
 #define SWA_HD __host__ __device__

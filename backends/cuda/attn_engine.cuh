@@ -18,18 +18,46 @@
  * The problem class (Prob) maps blockIdx to work, rows to q/out addresses,
  * keys to pool offsets, and writes results (final or partial).
  *
+ * Two engines, one tile structure (vendor.cuh picks SWA_TENSOR_CORE_ENGINE):
+ *  - tensor-core (NVIDIA): cp.async ring, ldmatrix, mma.sync, ex2.approx.
+ *  - portable (ROCm; NVIDIA under -DSWADIFF_PORTABLE_KERNELS): the same
+ *    ring filled by plain 16-byte loads, Q K^T and P V as FMA loops over
+ *    shared memory that produce exactly the mma fragments (each lane owns
+ *    the same (row, key) and (row, dim) elements), so the mask, the online
+ *    softmax, the epilogue and the problem classes are the same code.
+ *    Lanes are grouped as the m16n8k16 fragment wants them: 32 lanes (8 row
+ *    groups x 4) per engine "warp" (SWA_FRAG_LANES).  On a 64-lane CDNA
+ *    wavefront two such groups share the wavefront; every cross-lane step
+ *    of the engine stays inside a quad (xor 1, 2, 3), and the one vote
+ *    (swa_all_sync, wavefront-wide on AMD) only gates the mask skip, so a
+ *    wider vote is merely more conservative.
+ *
  * Test: tests/gpu_test_kernels.c compares every kernel against a double
- * precision CPU attention. */
+ * precision CPU attention (NVIDIA; build with -DSWADIFF_PORTABLE_KERNELS to
+ * run the portable engine there).  The ROCm build is compiled, not run. */
 #ifndef SWADIFF_CUDA_ATTN_ENGINE_CUH
 #define SWADIFF_CUDA_ATTN_ENGINE_CUH
 
 #include "vendor.cuh"
 #include "../attn_primitives.h"
+#if !defined(SWADIFF_HIP_BUILD)
 #include <math_constants.h>
+#endif
 #include <stdint.h>
 
+namespace SWA_NS {
+
+/* Lanes of one engine warp: the m16n8k16 fragment layout's 8 x 4 lanes. */
+#if SWA_TENSOR_CORE_ENGINE
+#define SWA_FRAG_LANES SWA_WARP_SIZE
+#else
+#define SWA_FRAG_LANES 32
+#endif
+static_assert(SWA_WARP_SIZE % SWA_FRAG_LANES == 0, "an engine warp must not straddle hardware warps");
+
+#if SWA_TENSOR_CORE_ENGINE
 /* ---------------------------------------------------------------------------
- * PTX helpers (NVIDIA sm_80+; a HIP port replaces this block). */
+ * PTX helpers (NVIDIA sm_80+; the portable engine below replaces them). */
 
 __device__ __forceinline__ uint32_t swa_smem_addr(const void *p)
 {
@@ -70,10 +98,25 @@ __device__ __forceinline__ float swa_exp2(float x)
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
     return y;
 }
+#else
+/* ---------------------------------------------------------------------------
+ * Portable stand-ins: a synchronous 16-byte copy (zero-fill when !valid, the
+ * global address is then never read), no groups to commit or wait for. */
+__device__ __forceinline__ void swa_cp_async16(void *smem, const void *gmem, bool valid)
+{
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (valid) v = *reinterpret_cast<const uint4 *>(gmem);
+    *reinterpret_cast<uint4 *>(smem) = v;
+}
+__device__ __forceinline__ void swa_cp_async_commit() {}
+template <int N> __device__ __forceinline__ void swa_cp_async_wait() {}
+__device__ __forceinline__ float swa_exp2(float x) { return exp2f(x); }
+#endif
 
 /* dtype traits: the mma instruction and the float<->storage conversions */
 template <typename T> struct swa_dt;
 template <> struct swa_dt<swa_half_t> {
+#if SWA_TENSOR_CORE_ENGINE
     static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
     {
         asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -81,6 +124,7 @@ template <> struct swa_dt<swa_half_t> {
             : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
     }
+#endif
     static __device__ __forceinline__ uint32_t pack(float lo, float hi)
     {
         __half2 h = __floats2half2_rn(lo, hi);
@@ -91,7 +135,9 @@ template <> struct swa_dt<swa_half_t> {
         return __half22float2(*reinterpret_cast<__half2 *>(&u));
     }
 };
+#if !defined(SWADIFF_HIP_BUILD)
 template <> struct swa_dt<swa_bf16_t> {
+#if SWA_TENSOR_CORE_ENGINE
     static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
     {
         asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -99,6 +145,7 @@ template <> struct swa_dt<swa_bf16_t> {
             : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
     }
+#endif
     static __device__ __forceinline__ uint32_t pack(float lo, float hi)
     {
         __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
@@ -109,6 +156,23 @@ template <> struct swa_dt<swa_bf16_t> {
         return __bfloat1622float2(*reinterpret_cast<__nv_bfloat162 *>(&u));
     }
 };
+#else
+/* ROCm 5.2 has no bf16 pair type: bf16 is the upper half of a float,
+ * rounded to nearest even; NaN stays a (quiet) NaN. */
+template <> struct swa_dt<swa_bf16_t> {
+    static __device__ __forceinline__ uint32_t bits(float f)
+    {
+        uint32_t u = __float_as_uint(f);
+        if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;
+        return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    }
+    static __device__ __forceinline__ uint32_t pack(float lo, float hi) { return bits(lo) | (bits(hi) << 16); }
+    static __device__ __forceinline__ float2 unpack(uint32_t u)
+    {
+        return make_float2(__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u));
+    }
+};
+#endif
 
 /* Swizzled element offset of (row, 16-byte chunk) in a [rows][D] tile:
  * chunk ^ (row % 8) spreads the 8 rows an ldmatrix reads over all banks. */
@@ -138,7 +202,7 @@ struct swa_row_info {
  * warps, MT m-tiles (16 rows each) per warp. */
 template <int D_, int WR_, int WK_, int MT_ = 1, int STAGES_ = 0> struct swa_engine_cfg {
     static constexpr int D = D_, WR = WR_, WK = WK_, MT = MT_;
-    static constexpr int NW = WR * WK, THREADS = NW * SWA_WARP_SIZE, ROWS = WR * 16 * MT;
+    static constexpr int NW = WR * WK, THREADS = NW * SWA_FRAG_LANES, ROWS = WR * 16 * MT;
     /* keys per warp per tile: decode 16; prefill 64, or 32 where the
      * accumulators need the registers (D = 256, two m-tiles) */
     static constexpr int NT = WK > 1 ? 16 : (D * MT > 128 ? 32 : 64);
@@ -154,6 +218,7 @@ template <int D_, int WR_, int WK_, int MT_ = 1, int STAGES_ = 0> struct swa_eng
     static constexpr int CHUNKS = D / 8;                       /* 16-byte chunks per row */
     static constexpr int LOADS = TK * CHUNKS / THREADS;         /* K (and V) chunks per thread per tile */
     static_assert(THREADS % CHUNKS == 0 && (TK * CHUNKS) % THREADS == 0, "tile loads must split evenly");
+    static_assert(THREADS % SWA_WARP_SIZE == 0, "a CTA is whole hardware warps / wavefronts");
 };
 
 /* Soft-capped logits in the base-2 domain: c * tanh(s * scale / c) * log2(e). */
@@ -189,6 +254,99 @@ __device__ __forceinline__ void swa_apply_mask(float (&s)[MT][NT / 8][4], const 
             }
 }
 
+#if !SWA_TENSOR_CORE_ENGINE
+/* ---------------------------------------------------------------------------
+ * Portable products.  They fill the mma fragments element for element:
+ * s[mt][nt][2h + j] is (row g + 8h of m-tile mt, key nt*8 + 2*t4 + j) and
+ * o[mt][dn][2h + j] is (row g + 8h, dim dn*8 + 2*t4 + j), fp32 accumulation
+ * of dtype inputs as mma.sync does (the products of fp16/bf16 values are
+ * exact in fp32; only the summation order differs). */
+
+/* S += Q K^T for this warp's 16*MT rows x NT keys, from the swizzled Q tile
+ * and the stage's K tile (tile-local key rows wk*NT ..). */
+template <class Cfg, typename T>
+__device__ __forceinline__ void swa_qk_fma(float (&s)[Cfg::MT][Cfg::NT / 8][4], const T *sQ, const T *sK, int wr,
+                                           int wk, int g, int t4)
+{
+    constexpr int D = Cfg::D, MT = Cfg::MT, NT = Cfg::NT;
+    typedef swa_dt<T> dt;
+    for (int c = 0; c < D / 8; c++) { /* one 16-byte chunk (8 dims) per step */
+        float2 q[MT][2][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int row = wr * 16 * MT + mt * 16 + g + 8 * h;
+                uint4 u = *reinterpret_cast<const uint4 *>(sQ + swa_swz<D>(row, c));
+                q[mt][h][0] = dt::unpack(u.x);
+                q[mt][h][1] = dt::unpack(u.y);
+                q[mt][h][2] = dt::unpack(u.z);
+                q[mt][h][3] = dt::unpack(u.w);
+            }
+#pragma unroll
+        for (int nt = 0; nt < NT / 8; nt++)
+#pragma unroll
+            for (int j = 0; j < 2; j++) {
+                uint4 u = *reinterpret_cast<const uint4 *>(sK + swa_swz<D>(wk * NT + nt * 8 + 2 * t4 + j, c));
+                float2 k[4] = {dt::unpack(u.x), dt::unpack(u.y), dt::unpack(u.z), dt::unpack(u.w)};
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        float acc = s[mt][nt][2 * h + j];
+#pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            acc = fmaf(q[mt][h][e].x, k[e].x, acc);
+                            acc = fmaf(q[mt][h][e].y, k[e].y, acc);
+                        }
+                        s[mt][nt][2 * h + j] = acc;
+                    }
+            }
+    }
+}
+
+/* O += P V.  P is rounded to the dtype first (the tensor-core path feeds
+ * it to mma.sync in the dtype).  A row's NT probabilities are spread over
+ * its quad (lane t4 holds keys 2*t4, 2*t4 + 1 of every 8): step x takes
+ * the pairs of quad lane t4 ^ x, whose keys are 2*(t4 ^ x) + {0, 1}. */
+template <class Cfg, typename T>
+__device__ __forceinline__ void swa_pv_fma(float (&o)[Cfg::MT][Cfg::D / 8][4],
+                                           const float (&s)[Cfg::MT][Cfg::NT / 8][4], const T *sV, int wk, int t4)
+{
+    constexpr int D = Cfg::D, MT = Cfg::MT, NT = Cfg::NT;
+    typedef swa_dt<T> dt;
+    uint32_t pk[MT][NT / 8][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int nt = 0; nt < NT / 8; nt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) pk[mt][nt][h] = dt::pack(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]);
+#pragma unroll
+    for (int x = 0; x < 4; x++)
+#pragma unroll
+        for (int nt = 0; nt < NT / 8; nt++) {
+            float2 p[MT][2];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) p[mt][h] = dt::unpack(swa_shfl_xor(pk[mt][nt][h], x));
+            const int key = wk * NT + nt * 8 + 2 * (t4 ^ x); /* tile-local row of the pair's first key */
+            for (int dn = 0; dn < D / 8; dn++) {
+                float2 v0 = dt::unpack(*reinterpret_cast<const uint32_t *>(sV + swa_swz<D>(key, dn) + 2 * t4));
+                float2 v1 = dt::unpack(*reinterpret_cast<const uint32_t *>(sV + swa_swz<D>(key + 1, dn) + 2 * t4));
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        o[mt][dn][2 * h] = fmaf(p[mt][h].y, v1.x, fmaf(p[mt][h].x, v0.x, o[mt][dn][2 * h]));
+                        o[mt][dn][2 * h + 1] = fmaf(p[mt][h].y, v1.y, fmaf(p[mt][h].x, v0.y, o[mt][dn][2 * h + 1]));
+                    }
+            }
+        }
+}
+#endif /* !SWA_TENSOR_CORE_ENGINE */
+
 /* ---------------------------------------------------------------------------
  * The engine.  Prob: constructed from the params, init() decodes the CTA's
  * work (false: nothing to do), then row(), lookup(t) (the page-table read
@@ -208,7 +366,7 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
     float *sEpiM = sEpiO + Cfg::NW * 16 * MT * ES;
     float *sEpiD = sEpiM + Cfg::NW * 16 * MT;
 
-    const int tid = threadIdx.x, lane = tid % SWA_WARP_SIZE, warp = tid / SWA_WARP_SIZE;
+    const int tid = threadIdx.x, lane = tid % SWA_FRAG_LANES, warp = tid / SWA_FRAG_LANES;
     const int wr = warp / WK, wk = warp % WK;
     const int g = lane / 4, t4 = lane % 4;
 
@@ -286,6 +444,7 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
         dsum[r] = 0.f;
     }
 
+#if SWA_TENSOR_CORE_ENGINE
     uint32_t qf[Cfg::Q_IN_REGS ? D / 16 : 1][4];
 
     /* ldmatrix lane addresses.  Every row an ldmatrix lane points at has
@@ -303,6 +462,7 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
     const uint32_t ring_addr = swa_smem_addr(sRing);
     const uint32_t k_row_off = (uint32_t)((wk * NT + (mi >> 1) * 8 + lane % 8) * D * 2);
     const uint32_t v_row_off = (uint32_t)((wk * NT + (mi & 1) * 8 + lane % 8) * D * 2);
+#endif
 
     for (int tile = 0; tile < num_tiles; tile++) {
         {
@@ -314,6 +474,7 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
         swa_cp_async_wait<STAGES - 1>();
         __syncthreads();
 
+#if SWA_TENSOR_CORE_ENGINE
         if (Cfg::Q_IN_REGS && tile == 0) {
 #pragma unroll
             for (int ks = 0; ks < D / 16; ks++)
@@ -322,6 +483,9 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
 
         const uint32_t stage_addr = ring_addr + (tile % STAGES) * Cfg::STAGE_BYTES;
         const uint32_t k_lane = stage_addr + k_row_off, v_lane = stage_addr + TK * D * 2 + v_row_off;
+#else
+        const T *sK = sRing + (tile % STAGES) * (2 * TK * D), *sV = sK + TK * D;
+#endif
         const int key0 = kv_begin + tile * TK + wk * NT; /* my first key of the tile */
 
         float s[MT][NT / 8][4];
@@ -329,6 +493,7 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
             for (int i = 0; i < NT / 8; i++) s[mt][i][0] = s[mt][i][1] = s[mt][i][2] = s[mt][i][3] = 0.f;
+#if SWA_TENSOR_CORE_ENGINE
 #pragma unroll
         for (int ks = 0; ks < D / 16; ks++) {
             uint32_t a[MT][4];
@@ -352,6 +517,9 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
                 }
             }
         }
+#else
+        swa_qk_fma<Cfg, T>(s, sQ, sK, wr, wk, g, t4);
+#endif
 
         /* logits -> base-2 domain, masked (skipped when the whole warp's
          * rows see every key of the tile).  Without a soft cap the scores
@@ -394,6 +562,7 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
         }
 
         /* O += P V */
+#if SWA_TENSOR_CORE_ENGINE
 #pragma unroll
         for (int kk = 0; kk < NT / 16; kk++) {
             uint32_t a[MT][4];
@@ -415,6 +584,9 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
                 }
             }
         }
+#else
+        swa_pv_fma<Cfg, T>(o, s, sV, wk, t4);
+#endif
         __syncthreads(); /* the stage is refilled next iteration */
     }
     swa_cp_async_wait<0>();
@@ -484,11 +656,20 @@ template <typename T> __device__ __forceinline__ void swa_store8(T *dst, const f
     u.w = swa_dt<T>::pack(v[6], v[7]);
     *reinterpret_cast<uint4 *>(dst) = u;
 }
+/* Stores one float as one dtype element. */
+template <typename T> __device__ __forceinline__ void swa_store1(T *dst, float v)
+{
+    *reinterpret_cast<uint16_t *>(dst) = (uint16_t)(swa_dt<T>::pack(v, 0.f) & 0xffffu);
+}
 __device__ __forceinline__ void swa_store8f(float *dst, const float (&v)[8])
 {
     reinterpret_cast<float4 *>(dst)[0] = make_float4(v[0], v[1], v[2], v[3]);
     reinterpret_cast<float4 *>(dst)[1] = make_float4(v[4], v[5], v[6], v[7]);
 }
+
+/* Warps (wavefronts) in the 128-thread blocks of the merge / reduce kernels,
+ * one output row per warp: 4 on NVIDIA, 2 on CDNA. */
+static constexpr int SWA_MERGE_WARPS = 128 / SWA_WARP_SIZE;
 
 /* ---------------------------------------------------------------------------
  * Merge of split-KV partials (prefill and decode_fa2): one warp per output
@@ -502,7 +683,7 @@ __device__ __forceinline__ void swa_merge_row(const float *o_part, const float *
                                               int head, int slot_base, int slot_stride, int n,
                                               T *out_row, float *lse_out, int mutant, int lane)
 {
-    constexpr int PER = D / SWA_WARP_SIZE; /* 2, 4 or 8 dims per lane */
+    constexpr int PER = D / SWA_WARP_SIZE; /* dims per lane: 2, 4, 8 (32 lanes); 1, 2, 4 (64) */
     const swa_mutant m = MUT ? (swa_mutant)mutant : SWA_MUTANT_NONE;
     float lmax = -CUDART_INF_F;
     bool any = false; /* a partial that saw a key (finite or NaN LSE) */
@@ -528,15 +709,21 @@ __device__ __forceinline__ void swa_merge_row(const float *o_part, const float *
         }
     }
     float inv = (m == SWA_MUTANT_LSE_MERGE_DROPPED || wsum == 0.0f) ? 1.0f : 1.0f / wsum;
+    if constexpr (PER % 2 == 0) {
 #pragma unroll
-    for (int e = 0; e < PER; e += 2) {
-        float a = any ? acc[e] * inv : 0.f, b = any ? acc[e + 1] * inv : 0.f;
-        *reinterpret_cast<uint32_t *>(out_row + lane * PER + e) = swa_dt<T>::pack(a, b);
+        for (int e = 0; e < PER; e += 2) {
+            float a = any ? acc[e] * inv : 0.f, b = any ? acc[e + 1] * inv : 0.f;
+            *reinterpret_cast<uint32_t *>(out_row + lane * PER + e) = swa_dt<T>::pack(a, b);
+        }
+    } else { /* one dim per lane (head_dim 64 on a 64-lane wavefront) */
+        swa_store1(out_row + lane * PER, any ? acc[0] * inv : 0.f);
     }
     if (lse_out && lane == 0) {
         float l = any ? lmax + log2f(wsum) : -CUDART_INF_F;
         *lse_out = swa_lse_store_value(l, m);
     }
 }
+
+} /* namespace SWA_NS */
 
 #endif /* SWADIFF_CUDA_ATTN_ENGINE_CUH */

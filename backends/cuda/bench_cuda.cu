@@ -30,6 +30,9 @@ extern "C" { /* the plan builders' headers are plain C */
 }
 
 extern "C" const swa_device_ops swa_cuda_device_ops; /* cuda_device.cu */
+/* the kernels' launchers and parameter blocks (NVIDIA build only: the
+ * ROCm build leaves the benchmark out) */
+using namespace swa_cuda;
 
 #include <cjson/cJSON.h>
 #include <math.h>

@@ -1,4 +1,5 @@
-/* cuda_device.cu — the CUDA device table (swa_cuda_device_ops): device
+/* cuda_device.cu — the CUDA device table (swa_cuda_device_ops; built by
+ * hipcc as the ROCm device table swa_hip_device_ops, see vendor.cuh): device
  * discovery, input upload, the guarded output round trip, and the four
  * plan executors (prefill, decode_fa2, decode_fa2 in CUDA-graph mode,
  * decode_aiter) that feed the kernels of prefill.cu / decode_fa2.cu /
@@ -10,7 +11,8 @@
  * comes back, so writes outside and elements never written are seen on the
  * host exactly as with the host emulation.
  *
- * Test: tests/gpu_test_kernels.c (exits 77 without a GPU). */
+ * Test: tests/gpu_test_kernels.c (exits 77 without a GPU);
+ * tests/test_hip_build.c (the ROCm build reports "no ROCm device" here). */
 #include "cuda_internal.cuh"
 #include "../backend.h"
 
@@ -19,15 +21,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+namespace SWA_NS {
+
 swa_status swa_cuda_fail(swa_error *err, cudaError_t code, const char *stmt, const char *file, int line)
 {
     const char *base = strrchr(file, '/');
     return swa_error_set(err, SWA_ERR_DEVICE, "%s failed at %s:%d: %s (%s)%s", stmt, base ? base + 1 : file, line,
                          cudaGetErrorName(code), cudaGetErrorString(code),
+#if defined(SWADIFF_HIP_BUILD) /* HIP has no misaligned / illegal-instruction codes */
+                         (code == cudaErrorIllegalAddress || code == cudaErrorLaunchFailure)
+#else
                          (code == cudaErrorIllegalAddress || code == cudaErrorLaunchFailure ||
                           code == cudaErrorMisalignedAddress || code == cudaErrorIllegalInstruction)
-                             ? "; the device faulted (a kernel read or wrote outside its buffers), the CUDA "
-                               "context is unusable for the rest of this process"
+#endif
+                             ? "; the device faulted (a kernel read or wrote outside its buffers), the " SWA_VENDOR_GPU
+                               " context is unusable for the rest of this process"
                              : "");
 }
 
@@ -39,7 +47,7 @@ swa_status swa_cuda_fail(swa_error *err, cudaError_t code, const char *stmt, con
  * at 1.9 TB/s and dropped. */
 swa_cuda_tuning swa_cuda_tune = {32, 2};
 
-extern "C" void swa_cuda_set_tuning(int prefill_rows_per_warp, int decode_warps)
+extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_warps)
 {
     swa_cuda_tune.prefill_rows_per_warp = prefill_rows_per_warp;
     swa_cuda_tune.decode_warps = decode_warps;
@@ -70,6 +78,63 @@ typedef struct cuda_probe {
 
 static bool g_cuda_used_here = false; /* set by upload(): CUDA is initialised in this process */
 
+#if defined(SWADIFF_HIP_BUILD)
+/* Whether the device's gfx name (gcnArchName up to its first ':', e.g.
+ * "gfx90a:sramecc+:xnack-") is one the code objects were built for
+ * (SWADIFF_HIP_TARGETS, ";"-separated, set by cmake/hip.cmake). */
+static bool hip_arch_built(const char *arch)
+{
+#ifdef SWADIFF_HIP_TARGETS
+    size_t n = strcspn(arch, ":");
+    const char *list = SWADIFF_HIP_TARGETS;
+    while (*list) {
+        size_t m = strcspn(list, ";");
+        if (m == n && strncmp(list, arch, n) == 0) return true;
+        list += m;
+        if (*list == ';') list++;
+    }
+    return false;
+#else
+    return true;
+#endif
+}
+
+static void cuda_probe_here(cuda_probe *pr)
+{
+    memset(pr, 0, sizeof *pr);
+    int count = 0;
+    hipError_t rc = hipGetDeviceCount(&count);
+    if (rc != hipSuccess) {
+        snprintf(pr->why, sizeof pr->why, "no ROCm device: hipGetDeviceCount: %s (%s)", hipGetErrorName(rc),
+                 hipGetErrorString(rc));
+        hipGetLastError();
+        return;
+    }
+    if (count == 0) {
+        snprintf(pr->why, sizeof pr->why, "no ROCm device: hipGetDeviceCount reports 0 devices");
+        return;
+    }
+    hipDeviceProp_t prop;
+    rc = hipGetDeviceProperties(&prop, 0);
+    if (rc != hipSuccess) {
+        snprintf(pr->why, sizeof pr->why, "no ROCm device: hipGetDeviceProperties: %s", hipGetErrorString(rc));
+        return;
+    }
+    int rt = 0;
+    hipRuntimeGetVersion(&rt);
+    pr->sms = prop.multiProcessorCount;
+    snprintf(pr->desc, sizeof pr->desc, "%.200s (%.60s), %d CUs, %.0f GiB, HIP runtime %d (ROCm build: portable engine)",
+             prop.name, prop.gcnArchName, prop.multiProcessorCount, prop.totalGlobalMem / 1073741824.0, rt);
+    if (!hip_arch_built(prop.gcnArchName)) {
+#ifdef SWADIFF_HIP_TARGETS
+        snprintf(pr->why, sizeof pr->why, "no ROCm device: %.200s is %.60s; the kernels are built for %s", prop.name,
+                 prop.gcnArchName, SWADIFF_HIP_TARGETS);
+#endif
+        return;
+    }
+    pr->ok = 1;
+}
+#else
 static void cuda_probe_here(cuda_probe *pr)
 {
     memset(pr, 0, sizeof *pr);
@@ -106,6 +171,7 @@ static void cuda_probe_here(cuda_probe *pr)
     }
     pr->ok = 1;
 }
+#endif
 
 static const cuda_probe *cuda_probe_get(void)
 {
@@ -140,8 +206,8 @@ static const cuda_probe *cuda_probe_get(void)
             waitpid(pid, &status, 0);
             if (got != sizeof cached) {
                 memset(&cached, 0, sizeof cached);
-                snprintf(cached.why, sizeof cached.why, "no CUDA device: the device probe process died (status %d)",
-                         status);
+                snprintf(cached.why, sizeof cached.why,
+                         "no " SWA_VENDOR_GPU " device: the device probe process died (status %d)", status);
             }
         }
         close(fds[0]);
@@ -161,7 +227,7 @@ static bool cuda_available(char *why, size_t n)
 static void cuda_describe(char *buf, size_t n)
 {
     const cuda_probe *pr = cuda_probe_get();
-    snprintf(buf, n, "%s", pr->desc[0] ? pr->desc : "CUDA: no device");
+    snprintf(buf, n, "%s", pr->desc[0] ? pr->desc : SWA_VENDOR_GPU ": no device");
 }
 
 static int cuda_num_sms(void) { return cuda_probe_get()->sms; }
@@ -642,9 +708,17 @@ static swa_status cuda_decode_aiter(const swa_decode_aiter_plan *p, void *dev_in
     return outputs_to_host(d, o, &od, err);
 }
 
-extern "C" const swa_device_ops swa_cuda_device_ops = {
-    SWA_DEVICE_CUDA,
-    "cuda",
+#if defined(SWADIFF_HIP_BUILD)
+#define SWA_DEVICE_KIND SWA_DEVICE_HIP
+#else
+#define SWA_DEVICE_KIND SWA_DEVICE_CUDA
+#endif
+/* Host data only: clang's HIP device pass would otherwise treat the
+ * constant table as a device constant that names host functions. */
+#if !defined(__HIP_DEVICE_COMPILE__)
+extern "C" const swa_device_ops SWA_DEV_SYM(device_ops) = {
+    SWA_DEVICE_KIND,
+    SWA_VENDOR,
     cuda_available,
     cuda_describe,
     cuda_num_sms,
@@ -655,3 +729,6 @@ extern "C" const swa_device_ops swa_cuda_device_ops = {
     cuda_decode_fa2_graph,
     cuda_decode_aiter,
 };
+#endif
+
+} /* namespace SWA_NS */

@@ -7,6 +7,9 @@
  * swa_error and returns SWA_ERR_DEVICE — a launch failure or a device fault
  * becomes a status the harness records, never an abort.
  *
+ * Everything here is in namespace SWA_NS (swa_cuda / swa_hip, vendor.cuh):
+ * the NVIDIA and the ROCm build of these sources link into one binary.
+ *
  * Test: tests/gpu_test_kernels.c (needs a GPU; exits 77 without one). */
 #ifndef SWADIFF_CUDA_INTERNAL_CUH
 #define SWADIFF_CUDA_INTERNAL_CUH
@@ -17,6 +20,9 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+
+namespace SWA_NS {
 
 swa_status swa_cuda_fail(swa_error *err, cudaError_t code, const char *stmt, const char *file,
                          int line);
@@ -115,7 +121,7 @@ typedef struct swa_cuda_tuning {
 } swa_cuda_tuning;
 extern swa_cuda_tuning swa_cuda_tune; /* cuda_device.cu */
 /* The same knobs for C callers (tests/gpu_test_kernels.c runs every variant). */
-extern "C" void swa_cuda_set_tuning(int prefill_rows_per_warp, int decode_warps);
+extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_warps);
 
 /* Whether the kernels handle this shape (NULL) or why not. */
 const char *swa_cuda_shape_unsupported(swa_dtype dtype, int head_dim, int group_size);
@@ -201,5 +207,7 @@ swa_status swa_cuda_fa2_prepare(swa_cuda_inputs *d, const swa_decode_fa2_plan *p
                                 int cap_pages, int cap_partial_rows, swa_cuda_fa2_params *prm, swa_error *err);
 swa_status swa_cuda_aiter_prepare(swa_cuda_inputs *d, const swa_decode_aiter_plan *p, swa_cuda_aiter_params *prm,
                                   swa_error *err);
+
+} /* namespace SWA_NS */
 
 #endif /* SWADIFF_CUDA_INTERNAL_CUH */

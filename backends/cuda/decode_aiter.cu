@@ -18,6 +18,8 @@
 
 #include <limits.h>
 
+namespace SWA_NS {
+
 template <int D, bool MUT> struct swa_aiter_prob {
     const swa_cuda_aiter_params &p;
     const void *q, *k, *v;
@@ -123,7 +125,7 @@ template <typename T, int D>
 __global__ void __launch_bounds__(128) swa_aiter_reduce_kernel(const swa_cuda_aiter_params p)
 {
     constexpr int PER = D / SWA_WARP_SIZE;
-    int warp_global = blockIdx.x * (128 / SWA_WARP_SIZE) + threadIdx.x / SWA_WARP_SIZE;
+    int warp_global = blockIdx.x * SWA_MERGE_WARPS + threadIdx.x / SWA_WARP_SIZE;
     int lane = threadIdx.x % SWA_WARP_SIZE;
     if (warp_global >= p.num_seqs * p.num_qo_heads) return;
     int s = warp_global / p.num_qo_heads, h = warp_global % p.num_qo_heads;
@@ -147,10 +149,14 @@ __global__ void __launch_bounds__(128) swa_aiter_reduce_kernel(const swa_cuda_ai
         for (int e = 0; e < PER; e++) acc[e] += w * src[e];
     }
     T *out_row = reinterpret_cast<T *>(p.out) + ((long long)s * p.num_qo_heads + h) * D;
+    if constexpr (PER % 2 == 0) {
 #pragma unroll
-    for (int e = 0; e < PER; e += 2) {
-        float a = den == 0.f ? 0.f : acc[e] / den, b = den == 0.f ? 0.f : acc[e + 1] / den;
-        *reinterpret_cast<uint32_t *>(out_row + lane * PER + e) = swa_dt<T>::pack(a, b);
+        for (int e = 0; e < PER; e += 2) {
+            float a = den == 0.f ? 0.f : acc[e] / den, b = den == 0.f ? 0.f : acc[e + 1] / den;
+            *reinterpret_cast<uint32_t *>(out_row + lane * PER + e) = swa_dt<T>::pack(a, b);
+        }
+    } else { /* one dim per lane (head_dim 64 on a 64-lane wavefront) */
+        swa_store1(out_row + lane * PER, den == 0.f ? 0.f : acc[0] / den);
     }
 }
 
@@ -173,7 +179,7 @@ static swa_status swa_aiter_launch_cfg(const swa_cuda_aiter_params *pp, cudaStre
         SWA_CUDA_TRY_LAUNCH("decode_aiter kernel");
     }
     long long warps = (long long)p.num_seqs * p.num_qo_heads;
-    swa_aiter_reduce_kernel<T, D><<<(unsigned)((warps + 3) / 4), 128, 0, stream>>>(p);
+    swa_aiter_reduce_kernel<T, D><<<(unsigned)((warps + SWA_MERGE_WARPS - 1) / SWA_MERGE_WARPS), 128, 0, stream>>>(p);
     SWA_CUDA_TRY_LAUNCH("decode_aiter reduce kernel");
     return SWA_OK;
 }
@@ -214,3 +220,5 @@ swa_status swa_cuda_aiter_launch(const swa_cuda_aiter_params *p, swa_dtype dtype
     return swa_error_set(err, SWA_ERR_UNSUPPORTED, "cuda decode_aiter: dtype %s not supported (fp16, bf16)",
                          swa_dtype_name(dtype));
 }
+
+} /* namespace SWA_NS */

@@ -19,6 +19,8 @@
 
 #include <limits.h>
 
+namespace SWA_NS {
+
 template <int D, typename T, bool MUT> struct swa_fa2_prob {
     const swa_cuda_fa2_params &p;
     const void *q, *k, *v;
@@ -137,7 +139,7 @@ __global__ void __launch_bounds__(Cfg::THREADS) swa_fa2_kernel(const swa_cuda_fa
 template <typename T, int D, bool MUT>
 __global__ void __launch_bounds__(128) swa_fa2_merge_kernel(const swa_cuda_fa2_params p)
 {
-    int warp_global = blockIdx.x * (128 / SWA_WARP_SIZE) + threadIdx.x / SWA_WARP_SIZE;
+    int warp_global = blockIdx.x * SWA_MERGE_WARPS + threadIdx.x / SWA_WARP_SIZE;
     int lane = threadIdx.x % SWA_WARP_SIZE;
     int num_requests = p.scalars[1];
     if (warp_global >= num_requests * p.num_qo_heads) return;
@@ -169,7 +171,7 @@ static swa_status swa_fa2_launch_cfg(const swa_cuda_fa2_params *pp, int grid_wor
     }
     if (p.split_kv && capacity_requests > 0) {
         long long warps = (long long)capacity_requests * p.num_qo_heads;
-        unsigned blocks = (unsigned)((warps + 3) / 4);
+        unsigned blocks = (unsigned)((warps + SWA_MERGE_WARPS - 1) / SWA_MERGE_WARPS);
         swa_fa2_merge_kernel<T, D, MUT><<<blocks, 128, 0, stream>>>(p);
         SWA_CUDA_TRY_LAUNCH("decode_fa2 merge kernel");
     }
@@ -220,3 +222,5 @@ swa_status swa_cuda_fa2_launch(const swa_cuda_fa2_params *p, swa_dtype dtype, in
     return swa_error_set(err, SWA_ERR_UNSUPPORTED, "cuda decode_fa2: dtype %s not supported (fp16, bf16)",
                          swa_dtype_name(dtype));
 }
+
+} /* namespace SWA_NS */

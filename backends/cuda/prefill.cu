@@ -16,6 +16,8 @@
 
 #include <limits.h>
 
+namespace SWA_NS {
+
 template <int D, bool MUT> struct swa_prefill_prob {
     const swa_cuda_prefill_params &p;
     const void *q, *k, *v;
@@ -150,7 +152,7 @@ __global__ void __launch_bounds__(Cfg::THREADS) swa_prefill_kernel(const swa_cud
 template <typename T, int D, bool MUT>
 __global__ void __launch_bounds__(128) swa_prefill_merge_kernel(const swa_cuda_prefill_params p)
 {
-    int warp_global = blockIdx.x * (128 / SWA_WARP_SIZE) + threadIdx.x / SWA_WARP_SIZE;
+    int warp_global = blockIdx.x * SWA_MERGE_WARPS + threadIdx.x / SWA_WARP_SIZE;
     int lane = threadIdx.x % SWA_WARP_SIZE;
     if (warp_global >= p.total_qo * p.num_qo_heads) return;
     int row = warp_global / p.num_qo_heads, head = warp_global % p.num_qo_heads;
@@ -188,7 +190,7 @@ static swa_status swa_prefill_launch_cfg(const swa_cuda_prefill_params *pp, int 
     }
     if (p.split_kv && p.total_qo > 0) {
         long long warps = (long long)p.total_qo * p.num_qo_heads;
-        unsigned blocks = (unsigned)((warps + 3) / 4);
+        unsigned blocks = (unsigned)((warps + SWA_MERGE_WARPS - 1) / SWA_MERGE_WARPS);
         swa_prefill_merge_kernel<T, Cfg::D, MUT><<<blocks, 128, 0, stream>>>(p);
         SWA_CUDA_TRY_LAUNCH("prefill merge kernel");
     }
@@ -241,3 +243,5 @@ swa_status swa_cuda_prefill_launch(const swa_cuda_prefill_params *p, swa_dtype d
     return swa_error_set(err, SWA_ERR_UNSUPPORTED, "cuda prefill: dtype %s not supported (fp16, bf16)",
                          swa_dtype_name(dtype));
 }
+
+} /* namespace SWA_NS */
