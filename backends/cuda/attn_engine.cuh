@@ -207,7 +207,12 @@ template <int D_, int WR_, int WK_, int MT_ = 1, int STAGES_ = 0> struct swa_eng
      * accumulators need the registers (D = 256, two m-tiles) */
     static constexpr int NT = WK > 1 ? 16 : (D * MT > 128 ? 32 : 64);
     static constexpr int TK = NT * WK;
+#if SWA_TENSOR_CORE_ENGINE
     static constexpr int STAGES = STAGES_ ? STAGES_ : (D > 128) ? 2 : 3; /* cp.async ring depth */
+#else
+    /* synchronous loads: a deeper ring buys nothing and costs LDS */
+    static constexpr int STAGES = STAGES_ ? STAGES_ : 1;
+#endif
     static constexpr bool Q_IN_REGS = MT == 1 && D <= 128; /* one m-tile's Q fragments in registers */
     static constexpr int Q_BYTES = ROWS * D * 2;
     static constexpr int STAGE_BYTES = 2 * TK * D * 2;
@@ -220,6 +225,15 @@ template <int D_, int WR_, int WK_, int MT_ = 1, int STAGES_ = 0> struct swa_eng
     static_assert(THREADS % CHUNKS == 0 && (TK * CHUNKS) % THREADS == 0, "tile loads must split evenly");
     static_assert(THREADS % SWA_WARP_SIZE == 0, "a CTA is whole hardware warps / wavefronts");
 };
+
+#if !SWA_TENSOR_CORE_ENGINE
+/* The one shape the portable engine runs (every kernel, every tile size):
+ * 16 rows per CTA, keys split over 2 warps, a 1-stage ring.  Its shared
+ * memory (42 KiB at head_dim 256) fits the 64 KiB LDS of CDNA, which the
+ * tensor-core shapes (up to ~130 KiB) do not. */
+template <int D> using swa_portable_cfg = swa_engine_cfg<D, 1, 2>;
+static_assert(swa_portable_cfg<256>::SMEM_BYTES <= 65536, "portable engine must fit 64 KiB of LDS");
+#endif
 
 /* Soft-capped logits in the base-2 domain: c * tanh(s * scale / c) * log2(e). */
 template <int MT, int NT>

@@ -81,17 +81,17 @@ static bool g_cuda_used_here = false; /* set by upload(): CUDA is initialised in
 #if defined(SWADIFF_HIP_BUILD)
 /* Whether the device's gfx name (gcnArchName up to its first ':', e.g.
  * "gfx90a:sramecc+:xnack-") is one the code objects were built for
- * (SWADIFF_HIP_TARGETS, ";"-separated, set by cmake/hip.cmake). */
+ * (SWADIFF_HIP_TARGETS, ","-separated, set by cmake/hip.cmake). */
 static bool hip_arch_built(const char *arch)
 {
 #ifdef SWADIFF_HIP_TARGETS
     size_t n = strcspn(arch, ":");
     const char *list = SWADIFF_HIP_TARGETS;
     while (*list) {
-        size_t m = strcspn(list, ";");
+        size_t m = strcspn(list, ",");
         if (m == n && strncmp(list, arch, n) == 0) return true;
         list += m;
-        if (*list == ';') list++;
+        if (*list == ',') list++;
     }
     return false;
 #else

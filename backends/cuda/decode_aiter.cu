@@ -189,9 +189,13 @@ static swa_status swa_aiter_launch_cfg(const swa_cuda_aiter_params *pp, cudaStre
 template <int D, typename T, bool MUT>
 static swa_status swa_aiter_launch_d(const swa_cuda_aiter_params *p, cudaStream_t stream, swa_error *err)
 {
+#if !SWA_TENSOR_CORE_ENGINE
+    return swa_aiter_launch_cfg<swa_portable_cfg<D>, T, MUT>(p, stream, err);
+#else
     if (swa_cuda_tune.decode_warps == 2)
         return swa_aiter_launch_cfg<swa_engine_cfg<D, 1, 2>, T, MUT>(p, stream, err);
     return swa_aiter_launch_cfg<swa_engine_cfg<D, 1, 4>, T, MUT>(p, stream, err);
+#endif
 }
 
 template <typename T, bool MUT>

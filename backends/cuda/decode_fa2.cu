@@ -192,9 +192,13 @@ template <int D, typename T, bool MUT>
 static swa_status swa_fa2_launch_d(const swa_cuda_fa2_params *p, int grid_work, int capacity_requests,
                                    bool write_lse, cudaStream_t stream, swa_error *err)
 {
+#if !SWA_TENSOR_CORE_ENGINE
+    return swa_fa2_launch_cfg<swa_portable_cfg<D>, T, MUT>(p, grid_work, capacity_requests, write_lse, stream, err);
+#else
     if (swa_cuda_tune.decode_warps == 2)
         return swa_fa2_launch_cfg<swa_engine_cfg<D, 1, 2>, T, MUT>(p, grid_work, capacity_requests, write_lse, stream, err);
     return swa_fa2_launch_cfg<swa_engine_cfg<D, 1, 4>, T, MUT>(p, grid_work, capacity_requests, write_lse, stream, err);
+#endif
 }
 
 template <typename T, bool MUT>

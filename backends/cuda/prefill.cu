@@ -201,6 +201,11 @@ template <int D, typename T, bool MUT>
 static swa_status swa_prefill_launch_d(const swa_cuda_prefill_params *p, int num_work, bool write_lse,
                                        cudaStream_t stream, swa_error *err)
 {
+#if !SWA_TENSOR_CORE_ENGINE
+    /* portable engine: 16-row CTAs (a 64/128-row plan tile runs as 4/8 CTAs
+     * sharing the tile's KV range, as the 2-CTA split below does) */
+    return swa_prefill_launch_cfg<swa_portable_cfg<D>, T, MUT>(p, num_work, write_lse, stream, err);
+#else
     /* 16-row tiles: one row group, keys split over 4 warps; 64 rows: 4
      * warps x 16; 128 rows: 4 warps x 32 (two m-tiles share each K/V
      * fragment), or two 64-row CTAs for D = 256 (registers) */
@@ -211,6 +216,7 @@ static swa_status swa_prefill_launch_d(const swa_cuda_prefill_params *p, int num
             return swa_prefill_launch_cfg<swa_engine_cfg<D, 4, 1, 2>, T, MUT>(p, num_work, write_lse, stream, err);
     }
     return swa_prefill_launch_cfg<swa_engine_cfg<D, 4, 1>, T, MUT>(p, num_work, write_lse, stream, err);
+#endif
 }
 
 template <typename T, bool MUT>
