@@ -5,6 +5,7 @@
 #   -DSWADIFF_HIP=AUTO|ON|OFF            AUTO: on when hipcc, libamdhip64 and a
 #                                        test compile for every target work
 #   -DSWADIFF_HIP_ARCHITECTURES=gfx90a;gfx940   AMD targets (64-lane CDNA)
+#   -DSWADIFF_PORTABLE_KERNELS=ON        CUDA build with the portable engine
 #
 # hipcc is driven directly (one add_custom_command per .cu): CMake 3.25's HIP
 # language does not work with Debian's ROCm layout.  The objects carry one
@@ -14,6 +15,15 @@
 #
 # Sets SWADIFF_WITH_HIP.  Test: tests/test_hip_build.c (code objects for
 # every target, `list devices`, `run --device hip` exits 77 without a GPU).
+
+# The ROCm engine compiled into the CUDA build instead of the tensor-core
+# one, so what AMD runs can be validated on an NVIDIA GPU
+# (tests/gpu_test_kernels.c); never the default.
+option(SWADIFF_PORTABLE_KERNELS "CUDA build: compile the portable (ROCm) attention engine instead of the tensor-core one" OFF)
+if(SWADIFF_PORTABLE_KERNELS AND SWADIFF_WITH_CUDA)
+  target_compile_definitions(swadiff_core PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:SWADIFF_PORTABLE_KERNELS>)
+  message(STATUS "swadiff: CUDA kernels use the portable engine (SWADIFF_PORTABLE_KERNELS)")
+endif()
 
 set(SWADIFF_WITH_HIP OFF)
 if(SWADIFF_HIP STREQUAL "OFF")
@@ -43,7 +53,9 @@ foreach(arch ${SWADIFF_HIP_ARCHITECTURES})
   endif()
   list(APPEND _swa_hip_arch_flags --offload-arch=${arch})
 endforeach()
-set(_swa_hip_flags -x hip -std=c++17 ${_swa_hip_arch_flags} -fPIC -O2 -DSWADIFF_HIP_BUILD)
+# -Wno-unused-result: the release paths ignore hip* statuses on purpose, as
+# the CUDA build does (HIP marks them nodiscard, CUDA does not)
+set(_swa_hip_flags -x hip -std=c++17 ${_swa_hip_arch_flags} -fPIC -O2 -Wno-unused-result -DSWADIFF_HIP_BUILD)
 
 # A tiny test compile: hipcc runs, the device libraries (rocm-device-libs)
 # are there for every target, and the target is a 64-lane one (vendor.cuh
