@@ -24,24 +24,24 @@ has() { [[ ",$steps," == *",$1,"* ]]; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 if has run; then
   echo "== run"; mkdir -p "$out/h200"
-  timeout 500 "$sw/swadiff" run cases --device cuda --report "$out/h200" > "$out/h200/console.txt" 2>&1
+  timeout ${SWADIFF_T_RUN:-300} "$sw/swadiff" run cases --device cuda --report "$out/h200" > "$out/h200/console.txt" 2>&1
   echo "run: exit $?"; tail -14 "$out/h200/console.txt"
 fi
 if has fault; then
   echo "== fault isolation"; mkdir -p "$out/fault"
   second=$("$sw/swadiff" list cases tests/data/cli/five.json | sed -n 2p)
-  timeout 120 "$sw/swadiff" run tests/data/cli/five.json --device cuda --mutant device_fault \
+  timeout ${SWADIFF_T_FAULT:-120} "$sw/swadiff" run tests/data/cli/five.json --device cuda --mutant device_fault \
     --mutant-only "$second" --report "$out/fault" > "$out/fault/console.txt" 2>&1
   echo "fault: exit $? (3 expected)"; grep -E "ERROR|error|PASSED|FAILED" "$out/fault/console.txt" | head -8
 fi
 if has selftest; then
   echo "== selftest"; mkdir -p "$out/selftest"
-  timeout 500 "$sw/swadiff" selftest --device cuda --report "$out/selftest" cases > "$out/selftest/console.txt" 2>&1
+  timeout ${SWADIFF_T_SELFTEST:-400} "$sw/swadiff" selftest --device cuda --report "$out/selftest" cases > "$out/selftest/console.txt" 2>&1
   echo "selftest: exit $?"; tail -28 "$out/selftest/console.txt"
 fi
 if has bench; then
   echo "== bench"
-  timeout 300 "$sw/swadiff" bench --device cuda --json "$out/bench.json" > "$out/bench.txt" 2>&1
+  timeout ${SWADIFF_T_BENCH:-300} "$sw/swadiff" bench --device cuda --json "$out/bench.json" > "$out/bench.txt" 2>&1
   echo "bench: exit $?"; tail -20 "$out/bench.txt"
 fi
 if has sanitize; then

@@ -4,6 +4,7 @@
 # /usr/local/cuda/bin).
 #
 #   memcheck  : every shipped case except the model-sized ones (cases/models/)
+#               (SWADIFF_SANITIZE_QUICK=1: the seed, CUDA-graph and return_lse files)
 #   racecheck : the window-edge, seed and layout cases (racecheck is ~100x
 #               slower, so the big decode batches are left out)
 #
@@ -19,15 +20,22 @@ mkdir -p "$out"
 cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [ ! -x "$cs" ]; then echo "gpu-sanitize: compute-sanitizer not found" >&2; exit 77; fi
 
-memcheck_cases=(cases/window_edges.json cases/seed000_paged_prefill.json cases/seed003_aiter_decode.json
-                cases/layouts.json cases/return_lse.json cases/cuda_graph.json cases/poison.json)
-racecheck_cases=(cases/window_edges.json cases/seed000_paged_prefill.json cases/layouts.json)
+if [ -n "${SWADIFF_SANITIZE_QUICK:-}" ]; then
+  memcheck_cases=(cases/seed000_paged_prefill.json cases/seed003_aiter_decode.json cases/cuda_graph.json
+                  cases/return_lse.json)
+  racecheck_cases=(cases/seed000_paged_prefill.json cases/return_lse.json)
+else
+  memcheck_cases=(cases/window_edges.json cases/seed000_paged_prefill.json cases/seed003_aiter_decode.json
+                  cases/layouts.json cases/return_lse.json cases/cuda_graph.json cases/poison.json)
+  racecheck_cases=(cases/window_edges.json cases/seed000_paged_prefill.json cases/layouts.json)
+fi
+tmo=${SWADIFF_T_SANITIZE:-1800}
 
 status=0
-"$cs" --tool memcheck --leak-check full --error-exitcode 99 \
+timeout "$tmo" "$cs" --tool memcheck --leak-check full --error-exitcode 99 \
   "$swadiff" run --device cuda --no-isolate --quiet --no-explain "${memcheck_cases[@]}" >"$out/memcheck.txt" 2>&1
 rc=$?; echo "memcheck: exit $rc" | tee "$out/summary.txt"; [ $rc -eq 0 ] || status=1
-"$cs" --tool racecheck --racecheck-report hazard --error-exitcode 99 \
+timeout "$tmo" "$cs" --tool racecheck --racecheck-report hazard --error-exitcode 99 \
   "$swadiff" run --device cuda --no-isolate --quiet --no-explain "${racecheck_cases[@]}" >"$out/racecheck.txt" 2>&1
 rc=$?; echo "racecheck: exit $rc" | tee -a "$out/summary.txt"; [ $rc -eq 0 ] || status=1
 grep -h "ERROR SUMMARY\|RACECHECK SUMMARY\|PASSED:\|FAILED:" "$out"/memcheck.txt "$out"/racecheck.txt | tee -a "$out/summary.txt"

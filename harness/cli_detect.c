@@ -446,6 +446,29 @@ static const swa_case *find_case(const swa_case_list *all, const char *id)
     return NULL;
 }
 
+/* Loads the cases, finds o->id and resolves the device: what explain and
+ * shrink both start with.  Returns 0, or the exit code (list freed). */
+static int open_one_case(const one_case_opts *o, const char *cmd, swa_case_list *all, const swa_case **c,
+                         const swa_device_ops **dev)
+{
+    int rc = swa_cli_load_cases(o->npaths, o->paths, all);
+    if (rc)
+        return rc;
+    *c = find_case(all, o->id);
+    if (!*c) {
+        fprintf(stderr, "swadiff %s: no case with id '%s' (ids: `swadiff list cases`)\n", cmd, o->id);
+        swa_case_list_free(all);
+        return SWA_EXIT_USAGE;
+    }
+    int dev_rc = SWA_EXIT_USAGE;
+    *dev = swa_cli_device(o->device_name, &dev_rc);
+    if (!*dev) {
+        swa_case_list_free(all);
+        return dev_rc;
+    }
+    return 0;
+}
+
 /* Runs (c, b) and reports whether it failed; out/lse copies on request. */
 static swa_outcome run_case_once(const swa_run_config *cfg, const swa_case *c, const swa_backend *b,
                                  swa_result *r, swa_case_ctx *ctx_keep, void **out, float **lse)
@@ -483,21 +506,10 @@ int swa_cmd_explain(int argc, char **argv, const char *prog)
     if (rc)
         return rc;
     swa_case_list all = {0};
-    rc = swa_cli_load_cases(o.npaths, o.paths, &all);
-    if (rc)
+    const swa_case *c;
+    const swa_device_ops *dev;
+    if ((rc = open_one_case(&o, "explain", &all, &c, &dev)) != 0)
         return rc;
-    const swa_case *c = find_case(&all, o.id);
-    if (!c) {
-        fprintf(stderr, "swadiff explain: no case with id '%s' (ids: `swadiff list cases`)\n", o.id);
-        swa_case_list_free(&all);
-        return SWA_EXIT_USAGE;
-    }
-    int dev_rc = SWA_EXIT_USAGE;
-    const swa_device_ops *dev = swa_cli_device(o.device_name, &dev_rc);
-    if (!dev) {
-        swa_case_list_free(&all);
-        return dev_rc;
-    }
     swa_run_config cfg = {.device = dev, .mutant = o.mutant, .quiet = true, .no_isolate = true, .argv0 = prog};
     int n, failures = 0, errors = 0;
     const swa_backend *const *bs = swa_backends(&n);
@@ -574,22 +586,11 @@ int swa_cmd_shrink(int argc, char **argv, const char *prog)
     if (rc)
         return rc;
     swa_case_list all = {0};
-    rc = swa_cli_load_cases(o.npaths, o.paths, &all);
-    if (rc)
+    const swa_case *orig;
+    const swa_device_ops *dev;
+    if ((rc = open_one_case(&o, "shrink", &all, &orig, &dev)) != 0)
         return rc;
-    const swa_case *orig = find_case(&all, o.id);
     const swa_backend *b = swa_backend_by_name(o.backend);
-    if (!orig) {
-        fprintf(stderr, "swadiff shrink: no case with id '%s' (ids: `swadiff list cases`)\n", o.id);
-        swa_case_list_free(&all);
-        return SWA_EXIT_USAGE;
-    }
-    int dev_rc = SWA_EXIT_USAGE;
-    const swa_device_ops *dev = swa_cli_device(o.device_name, &dev_rc);
-    if (!dev) {
-        swa_case_list_free(&all);
-        return dev_rc;
-    }
     swa_run_config cfg = {.device = dev, .mutant = o.mutant, .quiet = true, .no_isolate = true, .argv0 = prog};
     int tries = 0;
     if (!(orig->backends & b->flag)) {

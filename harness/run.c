@@ -102,6 +102,12 @@ static size_t host_memory_budget(void)
 swa_status swa_case_ctx_init(swa_case_ctx *ctx, const swa_case *c, const swa_device_ops *dev,
                              swa_error *err)
 {
+    return swa_case_ctx_init_dump(ctx, c, dev, NULL, err);
+}
+
+swa_status swa_case_ctx_init_dump(swa_case_ctx *ctx, const swa_case *c, const swa_device_ops *dev,
+                                  const char *dump_dir, swa_error *err)
+{
     memset(ctx, 0, sizeof *ctx);
     ctx->c = c;
     ctx->device = dev;
@@ -141,6 +147,11 @@ swa_status swa_case_ctx_init(swa_case_ctx *ctx, const swa_case *c, const swa_dev
             swa_case_ctx_free(ctx);
             return st;
         }
+    }
+    if (dump_dir) {
+        swa_error derr = {0};
+        if (swa_dump_case(dump_dir, c, &ctx->in, ctx->ref_out, ctx->ref_lse, &derr) != SWA_OK)
+            fprintf(stderr, "swadiff: warning: --dump for %s: %s\n", c->id, derr.message);
     }
     st = dev->upload(&ctx->in, &ctx->dev_inputs, err);
     if (st != SWA_OK) {
@@ -293,23 +304,27 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
         *out_copy = malloc(out_bytes);
         if (*out_copy) memcpy(*out_copy, out_g + SWA_GUARD_BYTES, out_bytes);
     }
-    if (lse_copy && ro.return_lse && lse_base > 0) {
+    /* the LSE in natural log, for explain and --dump */
+    float *lse_ln = NULL;
+    if ((lse_copy || cfg->dump_dir) && ro.return_lse && lse_base > 0) {
         size_t n = lse_bytes / sizeof(float);
-        float *l = malloc(lse_bytes);
-        if (l) {
+        lse_ln = malloc(lse_bytes);
+        if (lse_ln) {
             const float *src = (const float *)(lse_g + SWA_GUARD_BYTES);
             double scale = log(lse_base);
             for (size_t i = 0; i < n; i++)
-                l[i] = (float)(src[i] * scale);
+                lse_ln[i] = (float)(src[i] * scale);
         }
-        *lse_copy = l;
     }
     if (cfg->dump_dir) {
         swa_error derr = {0};
-        float *lse_ln = lse_copy ? *lse_copy : NULL;
         if (swa_dump_backend(cfg->dump_dir, c, b->name, out_g + SWA_GUARD_BYTES, lse_ln, &derr) != SWA_OK)
             fprintf(stderr, "swadiff: warning: --dump for %s/%s: %s\n", c->id, b->name, derr.message);
     }
+    if (lse_copy)
+        *lse_copy = lse_ln;
+    else
+        free(lse_ln);
     b->free(plan);
     free(out_g);
     free(lse_g);

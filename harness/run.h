@@ -45,6 +45,10 @@ extern "C" {
 /* Builds inputs and the reference; uploads to the device. */
 swa_status swa_case_ctx_init(swa_case_ctx *ctx, const swa_case *c, const swa_device_ops *dev,
                              swa_error *err);
+/* The same, also writing the case's inputs and reference under dump_dir
+ * (NULL: no dump) — see harness/dump.h for the layout. */
+swa_status swa_case_ctx_init_dump(swa_case_ctx *ctx, const swa_case *c, const swa_device_ops *dev,
+                                  const char *dump_dir, swa_error *err);
 void swa_case_ctx_free(swa_case_ctx *ctx);
 
 /* Runs one backend on one prepared case and fills r (outcome, comparison,

@@ -157,7 +157,7 @@ static void worker_main(const swa_run_config *cfg, const swa_case_list *all, con
                 pause();
         swa_case_ctx ctx;
         swa_error err = {0};
-        if (swa_case_ctx_init(&ctx, c, cfg->device, &err) != SWA_OK) {
+        if (swa_case_ctx_init_dump(&ctx, c, cfg->device, cfg->dump_dir, &err) != SWA_OK) {
             msg_header h = {MSG_CASE_ERROR, s, first, 0};
             write_all(fd, &h, sizeof h);
             write_all(fd, &err, sizeof err);
@@ -260,7 +260,7 @@ static void run_in_process(loop_state *ls)
             continue;
         swa_case_ctx ctx;
         swa_error err = {0};
-        if (swa_case_ctx_init(&ctx, c, ls->cfg->device, &err) != SWA_OK) {
+        if (swa_case_ctx_init_dump(&ctx, c, ls->cfg->device, ls->cfg->dump_dir, &err) != SWA_OK) {
             for (int b = 0; b < nb; b++)
                 record_error(ls, s, b, err.message);
             continue;
