@@ -230,7 +230,7 @@ template <int D_, int WR_, int WK_, int MT_ = 1, int STAGES_ = 0> struct swa_eng
 /* The one shape the portable engine runs (every kernel, every tile size):
  * 16 rows per CTA, keys split over 2 warps, a 1-stage ring.  Its shared
  * memory (42 KiB at head_dim 256) fits the 64 KiB LDS of CDNA, which the
- * tensor-core shapes (up to ~130 KiB) do not. */
+ * tensor-core shapes (up to 136 KiB) do not. */
 template <int D> using swa_portable_cfg = swa_engine_cfg<D, 1, 2>;
 static_assert(swa_portable_cfg<256>::SMEM_BYTES <= 65536, "portable engine must fit 64 KiB of LDS");
 #endif
