@@ -124,12 +124,8 @@ swa_status swa_decode_aiter_plan_build(const swa_case *c, const swa_paged_kv *kv
 
 static const char *aiter_supports(const swa_case *c, swa_device dev, char *buf, size_t n)
 {
-    const char *why;
     /* cuda_graph is deliberately not a skip: it is a plan-time error. */
-    if ((why = swa_plan_dtype_reason(BACKEND, c, buf, n)) || (why = swa_plan_decode_reason(BACKEND, c, buf, n)) ||
-        (why = swa_plan_head_dim_reason(BACKEND, c, buf, n)))
-        return why;
-    return NULL;
+    return swa_plan_decode_supports(BACKEND, c, buf, n);
 }
 
 static swa_status aiter_plan(const swa_case *c, const swa_inputs *in, const swa_plan_opts *o, void **plan,

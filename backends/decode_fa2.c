@@ -405,11 +405,7 @@ swa_status swa_decode_fa2_graph_copy(swa_decode_fa2_plan *dst, const swa_decode_
 
 static const char *fa2_supports(const swa_case *c, swa_device dev, char *buf, size_t n)
 {
-    const char *why;
-    if ((why = swa_plan_dtype_reason(BACKEND, c, buf, n)) || (why = swa_plan_decode_reason(BACKEND, c, buf, n)) ||
-        (why = swa_plan_head_dim_reason(BACKEND, c, buf, n)))
-        return why;
-    return NULL;
+    return swa_plan_decode_supports(BACKEND, c, buf, n);
 }
 
 static void fa2_state_free(fa2_state *s)

@@ -96,6 +96,17 @@ static inline const char *swa_plan_decode_reason(const char *backend, const swa_
     return NULL;
 }
 
+/* What both decode backends refuse: an unsupported dtype, qo_len != 1 or
+ * ragged K/V, an unsupported head_dim.  NULL when the case is runnable. */
+static inline const char *swa_plan_decode_supports(const char *backend, const swa_case *c, char *buf, size_t n)
+{
+    const char *why;
+    if ((why = swa_plan_dtype_reason(backend, c, buf, n)) || (why = swa_plan_decode_reason(backend, c, buf, n)) ||
+        (why = swa_plan_head_dim_reason(backend, c, buf, n)))
+        return why;
+    return NULL;
+}
+
 /* calloc that reports.  n may be 0 (returns a 1-element block so callers
  * can tell success from failure). */
 static inline void *swa_plan_calloc(size_t n, size_t size, const char *backend, swa_error *err)

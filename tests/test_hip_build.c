@@ -34,10 +34,10 @@ static int run(const char *cmd, char *out, size_t n)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+#ifdef SWADIFF_HAVE_HIP
+
 /* An AMD GPU this process could use (the ROCm kernel driver's node). */
 static int machine_has_amd_gpu(void) { return access("/dev/kfd", F_OK) == 0; }
-
-#ifdef SWADIFF_HAVE_HIP
 
 static unsigned char *read_file(const char *path, size_t *len)
 {
