@@ -377,15 +377,10 @@ swa_status swa_compare(const swa_case *c, const int *qo_indptr, const void *actu
                         a = swa_load(c->dtype, out, k);
                         if (isnan(a)) res->nan_actual++;
                         if (isinf(a)) res->inf_actual++;
-                        if (isnan(a) || isnan(e)) {                        /* 3. NaN/Inf */
-                            mismatch = !(isnan(a) && isnan(e) && equal_nan);
-                        } else if (isinf(a) || isinf(e)) {
-                            mismatch = a != e;
-                        } else {                                          /* 4. distance */
-                            finite_pair = true;
-                            diff = fabs(a - e);
-                            mismatch = diff > allowed;
-                        }
+                        /* 3. NaN/Inf agree, 4. distance */
+                        finite_pair = isfinite(a) && isfinite(e);
+                        diff = finite_pair ? fabs(a - e) : 0;
+                        mismatch = swa_element_mismatch(a, e, allowed, equal_nan);
                     }
                     if (mismatch) {
                         res->mismatched++;

@@ -74,6 +74,20 @@ typedef struct swa_compare_result {
     double factor;                /* SWA_TOL_BASELINE: the factor applied */
 } swa_compare_result;
 
+/* The element rule of DESIGN.md §5, reference on the right: NaN equals NaN
+ * only with equal_nan, an infinity must be matched exactly (same sign),
+ * finite pairs pass within allowed (atol + rtol * |expected|, or the
+ * baseline rule).  compare.c and explain.c both judge elements with it. */
+static inline bool swa_element_mismatch(double actual, double expected, double allowed, bool equal_nan)
+{
+    if (actual != actual || expected != expected) /* NaN on either side */
+        return !(actual != actual && expected != expected && equal_nan);
+    if (actual - actual != 0 || expected - expected != 0) /* an infinity */
+        return actual != expected;
+    double diff = actual > expected ? actual - expected : expected - actual;
+    return diff > allowed;
+}
+
 struct swa_inputs;
 
 #ifdef __cplusplus

@@ -105,18 +105,9 @@ static int build_hypotheses(const swa_case *c, hypothesis *h, int max)
 static double score(const swa_case *c, const swa_tolerance *tol, const void *out, const double *ref, size_t count)
 {
     size_t bad = 0;
-    for (size_t i = 0; i < count; i++) {
-        double a = swa_load(c->dtype, out, i), e = ref[i];
-        if (isnan(a) || isnan(e)) {
-            bad += !(isnan(a) && isnan(e) && tol->equal_nan);
-            continue;
-        }
-        if (isinf(a) || isinf(e)) {
-            bad += a != e;
-            continue;
-        }
-        bad += fabs(a - e) > tol->atol + tol->rtol * fabs(e);
-    }
+    for (size_t i = 0; i < count; i++)
+        bad += swa_element_mismatch(swa_load(c->dtype, out, i), ref[i], tol->atol + tol->rtol * fabs(ref[i]),
+                                    tol->equal_nan);
     return count ? (double)bad / (double)count : 0;
 }
 
