@@ -203,31 +203,43 @@ static uint8_t *guarded_alloc(size_t size)
     return p;
 }
 
-void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_backend *b, swa_result *r,
-                 void **out_copy, float **lse_copy)
+swa_run_config swa_config_for_case(const swa_run_config *cfg, const swa_case *c)
 {
-    const swa_case *c = ctx->c;
-    swa_run_config cfg_local = *cfg_in;
-    if (cfg_in->mutant_only && fnmatch(cfg_in->mutant_only, c->id, 0) != 0)
-        cfg_local.mutant = SWA_MUTANT_NONE;
-    const swa_run_config *cfg = &cfg_local;
-    double t0 = swa_now();
+    swa_run_config local = *cfg;
+    if (cfg->mutant_only && fnmatch(cfg->mutant_only, c->id, 0) != 0)
+        local.mutant = SWA_MUTANT_NONE;
+    return local;
+}
+
+void swa_result_init(const swa_run_config *cfg_in, const swa_case *c, const char *backend, swa_result *r)
+{
+    swa_run_config cfg = swa_config_for_case(cfg_in, c);
     memset(r, 0, sizeof *r);
     snprintf(r->id, sizeof r->id, "%s", c->id);
     snprintf(r->file, sizeof r->file, "%s", c->file);
-    snprintf(r->backend, sizeof r->backend, "%s", b->name);
-    snprintf(r->device, sizeof r->device, "%s", cfg->device->name);
+    snprintf(r->backend, sizeof r->backend, "%s", backend);
+    snprintf(r->device, sizeof r->device, "%s", cfg.device->name);
     snprintf(r->mutant, sizeof r->mutant, "%s",
-             cfg->mutant == SWA_MUTANT_NONE ? "" : swa_mutant_get(cfg->mutant)->name);
+             cfg.mutant == SWA_MUTANT_NONE ? "" : swa_mutant_get(cfg.mutant)->name);
     r->dtype = c->dtype;
     r->tol = swa_tolerance_resolve(c);
     r->num_requests = c->num_requests;
-    r->total_qo = ctx->in.total_qo;
+    r->total_qo = swa_case_total_qo(c);
     r->num_qo_heads = c->num_qo_heads;
     r->num_kv_heads = c->num_kv_heads;
     r->head_dim = c->head_dim;
     r->window_left = c->window_left;
-    swa_reproduce_command(cfg, c, b->name, r->reproduce, sizeof r->reproduce);
+    swa_reproduce_command(&cfg, c, backend, r->reproduce, sizeof r->reproduce);
+}
+
+void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_backend *b, swa_result *r,
+                 void **out_copy, float **lse_copy)
+{
+    const swa_case *c = ctx->c;
+    swa_run_config cfg_local = swa_config_for_case(cfg_in, c);
+    const swa_run_config *cfg = &cfg_local;
+    double t0 = swa_now();
+    swa_result_init(cfg, c, b->name, r);
     if (out_copy) *out_copy = NULL;
     if (lse_copy) *lse_copy = NULL;
 

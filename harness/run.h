@@ -64,6 +64,14 @@ void swa_run_one(const swa_run_config *cfg, swa_case_ctx *ctx, const swa_backend
 int swa_run_selected(const swa_run_config *cfg, const swa_case_list *all, const int *selected, int nsel,
                      const char *report_dir, swa_run_results *rr);
 
+/* cfg as it applies to case c: the mutant only where --mutant-only matches. */
+swa_run_config swa_config_for_case(const swa_run_config *cfg, const swa_case *c);
+
+/* Fills the identity of a (case, backend) result — id, file, backend,
+ * device, mutant, dtype, tolerance, shape, reproduce command — and zeroes
+ * the rest.  Every result, produced or recorded for a crash, starts here. */
+void swa_result_init(const swa_run_config *cfg, const swa_case *c, const char *backend, swa_result *r);
+
 /* Resolves a per-dtype default tolerance into explicit atol/rtol. */
 swa_tolerance swa_tolerance_resolve(const swa_case *c);
 

@@ -220,24 +220,9 @@ static void record_error(loop_state *ls, int sel, int b, const char *message)
     if (b >= nb)
         return;
     swa_result r;
-    memset(&r, 0, sizeof r);
-    snprintf(r.id, sizeof r.id, "%s", c->id);
-    snprintf(r.file, sizeof r.file, "%s", c->file);
-    snprintf(r.backend, sizeof r.backend, "%s", bs[b]->name);
-    snprintf(r.device, sizeof r.device, "%s", ls->cfg->device->name);
-    snprintf(r.mutant, sizeof r.mutant, "%s",
-             ls->cfg->mutant == SWA_MUTANT_NONE ? "" : swa_mutant_get(ls->cfg->mutant)->name);
-    r.dtype = c->dtype;
-    r.tol = swa_tolerance_resolve(c);
+    swa_result_init(ls->cfg, c, bs[b]->name, &r);
     r.outcome = SWA_OUTCOME_ERROR;
-    r.num_requests = c->num_requests;
-    r.total_qo = swa_case_total_qo(c);
-    r.num_qo_heads = c->num_qo_heads;
-    r.num_kv_heads = c->num_kv_heads;
-    r.head_dim = c->head_dim;
-    r.window_left = c->window_left;
     snprintf(r.message, sizeof r.message, "%s", message);
-    swa_reproduce_command(ls->cfg, c, bs[b]->name, r.reproduce, sizeof r.reproduce);
     record(ls, &r);
 }
 
