@@ -12,14 +12,23 @@
  * was after the kernels ran (CUDA copies it to the device and back), so the
  * harness can check that nothing was written outside and everything inside.
  *
+ * Words: swadiff's *backend* is what ggml calls an op (one attention
+ * algorithm with its plan), and swadiff's *device* is what ggml calls a
+ * backend/device (where the plan executes).
+ *
+ * Slots: a device table may leave any executor slot NULL (marked optional
+ * below); a backend then answers "unsupported" from supports() and run(),
+ * never calls NULL.  Devices are found by name through the registry
+ * (backends/registry.c), so the command line knows no device by name.
+ *
  * Ownership: plan() allocates *plan, free() releases it; upload() allocates
  * the device copy of the inputs, release() frees it. */
 #ifndef SWADIFF_BACKEND_H
 #define SWADIFF_BACKEND_H
 
-#include "../harness/case.h"
-#include "../harness/data.h"
-#include "plan.h"
+#include "core/case.h"
+#include "core/data.h"
+#include "backends/plan.h"
 
 #define SWA_BACKEND_API_VERSION 1
 
@@ -34,20 +43,22 @@ typedef struct swa_out_args {
 typedef struct swa_device_ops {
     swa_device kind;
     const char *name;
-    /* true when usable; otherwise why not (e.g. "no CUDA device: ...") */
+    /* required: true when usable; otherwise why not (e.g. "no CUDA device: ...") */
     bool (*available)(char *why, size_t n);
-    /* one line: device model, toolkit/driver version */
+    /* required: one line: device model, toolkit/driver version */
     void (*describe)(char *buf, size_t n);
-    /* SM / CU count the planner targets (host emulates an H200: 132) */
+    /* required: SM / CU count the planner targets (host emulates an H200: 132) */
     int (*num_sms)(void);
+    /* required: copy a case's inputs to the device / free that copy */
     swa_status (*upload)(const swa_inputs *in, void **dev_inputs, swa_error *err);
     void (*release)(void *dev_inputs);
+    /* (optional) executors, one per plan type; NULL: the device cannot run it */
     swa_status (*prefill)(const swa_prefill_plan *p, void *dev_inputs, const swa_out_args *o,
                           bool write_lse, swa_error *err);
     swa_status (*decode_fa2)(const swa_decode_fa2_plan *p, void *dev_inputs, const swa_out_args *o,
                              bool write_lse, swa_error *err);
-    /* CUDA-graph mode: capture with `captured`, update buffers to `full`,
-     * replay; out gets the replay's result. */
+    /* (optional) CUDA-graph mode: capture with `captured`, update buffers
+     * to `full`, replay; out gets the replay's result. */
     swa_status (*decode_fa2_graph)(swa_decode_fa2_plan *captured, const swa_decode_fa2_plan *full,
                                    void *dev_inputs, const swa_out_args *o, bool write_lse,
                                    swa_error *err);
@@ -79,12 +90,11 @@ typedef struct swa_backend {
     int api_version;
     unsigned flag;          /* SWA_BACKEND_* of case.h */
     double lse_base;        /* 2.0 for base-2 LSE; 0 when the kernel has none */
-    /* NULL when the backend can run c; else the reason, written to buf */
-    const char *(*supports)(const swa_case *c, swa_device dev, char *buf, size_t n);
+    /* required: NULL when the backend can run c on dev (dev NULL: on any
+     * device that has its executor slots); else the reason, written to buf */
+    const char *(*supports)(const swa_case *c, const swa_device_ops *dev, char *buf, size_t n);
     swa_status (*plan)(const swa_case *c, const swa_inputs *in, const swa_plan_opts *o, void **plan,
                        swa_error *err);
-    /* bytes of device workspace the plan needs (partials, page tables) */
-    size_t (*workspace_size)(const void *plan);
     /* LSE base of what run() wrote (decode_aiter returns the shadow's 2.0) */
     double (*run_lse_base)(const void *plan, const swa_run_opts *r);
     swa_status (*run)(void *plan, void *dev_inputs, const swa_run_opts *r, const swa_out_args *o,
@@ -95,13 +105,25 @@ typedef struct swa_backend {
 #ifdef __cplusplus
 extern "C" {
 #endif
-/* Registry: every backend, in a fixed order. */
+/* The registry (defined in backends/registry.c): every backend in the order
+ * of SWA_BACKEND_LIST, and every device this binary knows. */
 const swa_backend *const *swa_backends(int *count);
 const swa_backend *swa_backend_by_name(const char *name);
 const swa_backend *swa_backend_by_flag(unsigned flag);
 
 /* Devices built into this binary (host always; cuda/hip when compiled in). */
 const swa_device_ops *swa_device_get(swa_device kind); /* NULL when not built */
+/* A device by name.  NULL when there is none; then *cmake_option (when not
+ * NULL) is the CMake option that would build it, or NULL for an unknown name. */
+const swa_device_ops *swa_device_by_name(const char *name, const char **cmake_option);
+/* The first GPU device that is built and usable, in registry order; NULL
+ * with the last reason in why when there is none. */
+const swa_device_ops *swa_device_first_gpu(char *why, size_t n);
+/* Device i (0 <= i < SWA_DEVICE_COUNT) of the registry, built or not: its
+ * name and CMake option; the table, or NULL when not built. */
+const swa_device_ops *swa_device_at(int i, const char **name, const char **cmake_option);
+/* Every device name the registry knows, built or not, as "host, cuda or hip". */
+void swa_device_names_text(char *buf, size_t n);
 #ifdef __cplusplus
 }
 #endif

@@ -9,11 +9,11 @@
  * wrapper still claims base 2).  The shadow plan is built without a mutant:
  * the bugs of this backend live in the AITER path.
  * Tested by tests/test_plan_decode.c and tests/test_backend_decode.c. */
-#include "decode_aiter.h"
+#include "backends/decode_aiter.h"
 
-#include "attn_primitives.h"
-#include "decode_fa2.h"
-#include "plan_common.h"
+#include "backends/attn_primitives.h"
+#include "backends/decode_fa2.h"
+#include "backends/plan_common.h"
 
 #define BACKEND "decode_aiter"
 
@@ -122,8 +122,12 @@ swa_status swa_decode_aiter_plan_build(const swa_case *c, const swa_paged_kv *kv
 /* ------------------------------------------------------------------------
  * backend table */
 
-static const char *aiter_supports(const swa_case *c, swa_device dev, char *buf, size_t n)
+static const char *aiter_supports(const swa_case *c, const swa_device_ops *dev, char *buf, size_t n)
 {
+    if (dev && !dev->decode_aiter)
+        return swa_device_lacks(dev, BACKEND, "decode_aiter executor", buf, n);
+    if (dev && c->return_lse && !dev->decode_fa2)
+        return swa_device_lacks(dev, BACKEND, "decode_fa2 executor for the return_lse shadow plan", buf, n);
     /* cuda_graph is deliberately not a skip: it is a plan-time error. */
     return swa_plan_decode_supports(BACKEND, c, buf, n);
 }
@@ -133,7 +137,7 @@ static swa_status aiter_plan(const swa_case *c, const swa_inputs *in, const swa_
 {
     *plan = NULL;
     char why[256];
-    if (aiter_supports(c, SWA_DEVICE_HOST, why, sizeof why))
+    if (aiter_supports(c, o ? o->device : NULL, why, sizeof why))
         return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s", why);
     aiter_state *s = swa_plan_calloc(1, sizeof *s, BACKEND, err);
     if (!s)
@@ -151,19 +155,6 @@ static swa_status aiter_plan(const swa_case *c, const swa_inputs *in, const swa_
 const swa_decode_aiter_plan *swa_decode_aiter_plan_of(const void *backend_plan)
 {
     return backend_plan ? ((const aiter_state *)backend_plan)->plan : NULL;
-}
-
-static size_t aiter_workspace_size(const void *plan)
-{
-    const swa_decode_aiter_plan *p = swa_decode_aiter_plan_of(plan);
-    /* per (seq, qo head, partition): max_logit, exp_sum, tmp_out[head_dim] */
-    size_t parts = (size_t)p->num_seqs * p->num_qo_heads * p->max_num_partitions;
-    size_t bytes = parts * ((size_t)p->head_dim + 2) * sizeof(float);
-    bytes += ((size_t)p->num_seqs * (p->max_blocks_per_seq + 1)) * sizeof(int);
-    if (p->shadow)
-        bytes += (size_t)p->shadow->capacity_partial_rows * p->num_qo_heads * ((size_t)p->head_dim + 1) *
-                 sizeof(float);
-    return bytes;
 }
 
 /* The wrapper claims base 2 whenever return_lse is served (also under
@@ -192,9 +183,17 @@ static swa_status aiter_run(void *plan, void *dev_inputs, const swa_run_opts *r,
                                  "%s: run(return_lse=True) on a plan built without return_lse: the kernel has "
                                  "no LSE output and no shadow decode_fa2 plan exists; plan with return_lse",
                                  BACKEND);
-        if (p->mutant != SWA_MUTANT_RETURN_LSE_IGNORED)
+        if (p->mutant != SWA_MUTANT_RETURN_LSE_IGNORED) {
+            if (!s->device->decode_fa2)
+                return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s",
+                                     swa_device_lacks(s->device, BACKEND, "decode_fa2 executor for the "
+                                                      "return_lse shadow plan", (char[200]){0}, 200));
             return s->device->decode_fa2(p->shadow, dev_inputs, o, o->lse != NULL, err);
+        }
     }
+    if (!s->device->decode_aiter)
+        return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s",
+                             swa_device_lacks(s->device, BACKEND, "decode_aiter executor", (char[160]){0}, 160));
     return s->device->decode_aiter(p, dev_inputs, o, err);
 }
 
@@ -217,7 +216,6 @@ const swa_backend swa_backend_decode_aiter = {
     .lse_base = 0.0,
     .supports = aiter_supports,
     .plan = aiter_plan,
-    .workspace_size = aiter_workspace_size,
     .run_lse_base = aiter_run_lse_base,
     .run = aiter_run,
     .free = aiter_free,

@@ -8,7 +8,7 @@
 #ifndef SWADIFF_DECODE_AITER_H
 #define SWADIFF_DECODE_AITER_H
 
-#include "backend.h"
+#include "backends/backend.h"
 
 extern const swa_backend swa_backend_decode_aiter;
 extern const swa_backend swa_backend_decode_auto;

@@ -5,9 +5,9 @@
  * that the S = L + 1 mapping is right).  The choice is recorded in the plan
  * (swa_decode_auto_choice) and reported through the plan-time warning hook.
  * Tested by tests/test_backend_decode.c. */
-#include "decode_aiter.h"
-#include "decode_fa2.h"
-#include "plan_common.h"
+#include "backends/decode_aiter.h"
+#include "backends/decode_fa2.h"
+#include "backends/plan_common.h"
 
 #define BACKEND "decode_auto"
 
@@ -21,7 +21,7 @@ const swa_backend *swa_decode_auto_route(const swa_case *c)
     return c->cuda_graph ? &swa_backend_decode_fa2 : &swa_backend_decode_aiter;
 }
 
-static const char *auto_supports(const swa_case *c, swa_device dev, char *buf, size_t n)
+static const char *auto_supports(const swa_case *c, const swa_device_ops *dev, char *buf, size_t n)
 {
     const swa_backend *b = swa_decode_auto_route(c);
     char inner[256];
@@ -60,12 +60,6 @@ const char *swa_decode_auto_choice(const void *backend_plan)
     return backend_plan ? ((const auto_state *)backend_plan)->chosen->name : NULL;
 }
 
-static size_t auto_workspace_size(const void *plan)
-{
-    const auto_state *s = plan;
-    return s->chosen->workspace_size(s->plan);
-}
-
 static double auto_run_lse_base(const void *plan, const swa_run_opts *r)
 {
     const auto_state *s = plan;
@@ -96,7 +90,6 @@ const swa_backend swa_backend_decode_auto = {
     .lse_base = 0.0, /* may route to decode_aiter, which has none; run_lse_base tells per plan */
     .supports = auto_supports,
     .plan = auto_plan,
-    .workspace_size = auto_workspace_size,
     .run_lse_base = auto_run_lse_base,
     .run = auto_run,
     .free = auto_free,

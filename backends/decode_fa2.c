@@ -10,10 +10,10 @@
  * LSE_MERGE_DROPPED a split is forced whenever some request's span covers
  * more than one page (chunk = half the longest span, page aligned).
  * Tested by tests/test_plan_decode.c and tests/test_host_decode.c. */
-#include "decode_fa2.h"
+#include "backends/decode_fa2.h"
 
-#include "attn_primitives.h"
-#include "plan_common.h"
+#include "backends/attn_primitives.h"
+#include "backends/plan_common.h"
 
 #define BACKEND "decode_fa2"
 
@@ -403,8 +403,12 @@ swa_status swa_decode_fa2_graph_copy(swa_decode_fa2_plan *dst, const swa_decode_
 /* ------------------------------------------------------------------------
  * backend table */
 
-static const char *fa2_supports(const swa_case *c, swa_device dev, char *buf, size_t n)
+static const char *fa2_supports(const swa_case *c, const swa_device_ops *dev, char *buf, size_t n)
 {
+    if (dev && !dev->decode_fa2)
+        return swa_device_lacks(dev, BACKEND, "decode_fa2 executor", buf, n);
+    if (dev && c->cuda_graph && !dev->decode_fa2_graph)
+        return swa_device_lacks(dev, BACKEND, "CUDA-graph mode", buf, n);
     return swa_plan_decode_supports(BACKEND, c, buf, n);
 }
 
@@ -422,7 +426,7 @@ static swa_status fa2_plan(const swa_case *c, const swa_inputs *in, const swa_pl
 {
     *plan = NULL;
     char why[256];
-    if (fa2_supports(c, SWA_DEVICE_HOST, why, sizeof why))
+    if (fa2_supports(c, o ? o->device : NULL, why, sizeof why))
         return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s", why);
     fa2_state *s = swa_plan_calloc(1, sizeof *s, BACKEND, err);
     if (!s)
@@ -463,15 +467,6 @@ const swa_decode_fa2_plan *swa_decode_fa2_captured_of(const void *backend_plan)
     return backend_plan ? ((const fa2_state *)backend_plan)->captured : NULL;
 }
 
-static size_t fa2_workspace_size(const void *plan)
-{
-    const swa_decode_fa2_plan *p = swa_decode_fa2_plan_of(plan);
-    size_t partial = (size_t)p->capacity_partial_rows * p->num_qo_heads * ((size_t)p->head_dim + 1) * sizeof(float);
-    size_t tables = ((size_t)p->capacity_work * 2 + (size_t)p->capacity_requests * 4 + 1 +
-                     (size_t)p->capacity_pages + 1) * sizeof(int);
-    return partial + tables;
-}
-
 static double fa2_run_lse_base(const void *plan, const swa_run_opts *r) { return 2.0; }
 
 static swa_status fa2_run(void *plan, void *dev_inputs, const swa_run_opts *r, const swa_out_args *o,
@@ -492,6 +487,9 @@ static swa_status fa2_run(void *plan, void *dev_inputs, const swa_run_opts *r, c
                                  s->device->name);
         return s->device->decode_fa2_graph(s->captured, s->plan, dev_inputs, o, write_lse, err);
     }
+    if (!s->device->decode_fa2)
+        return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s", swa_device_lacks(s->device, BACKEND, "decode_fa2 executor",
+                                                                              (char[160]){0}, 160));
     return s->device->decode_fa2(s->plan, dev_inputs, o, write_lse, err);
 }
 
@@ -506,7 +504,6 @@ const swa_backend swa_backend_decode_fa2 = {
     .lse_base = 2.0,
     .supports = fa2_supports,
     .plan = fa2_plan,
-    .workspace_size = fa2_workspace_size,
     .run_lse_base = fa2_run_lse_base,
     .run = fa2_run,
     .free = fa2_free,

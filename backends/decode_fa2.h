@@ -21,7 +21,7 @@
 #ifndef SWADIFF_DECODE_FA2_H
 #define SWADIFF_DECODE_FA2_H
 
-#include "backend.h"
+#include "backends/backend.h"
 
 extern const swa_backend swa_backend_decode_fa2;
 

@@ -1,7 +1,7 @@
 /* mutants.c — the table of named mutants (backends/mutants.h), built from
  * the X-macro so names, classes and descriptions live in one place.
  * Tested by tests/test_backend_registry.c. */
-#include "mutants.h"
+#include "backends/mutants.h"
 
 #include <string.h>
 

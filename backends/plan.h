@@ -6,7 +6,7 @@
  * Conventions used by every device:
  *   q, out   [total_qo][num_qo_heads][head_dim] in the case dtype
  *   lse      [total_qo][num_qo_heads] float, base 2 for prefill/decode_fa2
- *   paged K/V pools as in harness/data.h (NHD or HND), FlashInfer page table
+ *   paged K/V pools as in core/paged.h (NHD or HND), FlashInfer page table
  *   ragged K/V [total_kv][num_kv_heads][head_dim] (prefill ragged mode)
  *   GQA: qo head h reads kv head h / group_size.
  *   Partial states (split-KV): o_part [slot][num_qo_heads][head_dim] float,
@@ -15,12 +15,55 @@
  *   by 2^(lse_part - lse_max).
  *
  * Ownership: every pointer in a plan is owned by the plan and released by
- * the backend's free(). */
+ * the backend's free().
+ *
+ * Plan semantics the host planners fix where the structs below leave room
+ * (every device follows them):
+ *  - split_kv (prefill and decode_fa2): EVERY work item writes its partial
+ *    slot, also for a request with a single chunk, and the merge pass writes
+ *    out/lse for every row of every request (a 1-chunk merge is a copy; a
+ *    0-chunk merge, possible only under SPLIT_LAST_CHUNK_DROPPED, writes 0
+ *    and -inf).  Without split_kv every item writes out/lse directly.
+ *  - decode_fa2 without split: req_num_chunks = 1 and kv_chunk_size =
+ *    align_up(max kv_len, page_size) (graph mode: of graph_max_kv_len), so
+ *    the chunk formula of plan.h holds with c = 0.
+ *  - decode_fa2 arrays: work_* hold capacity_work entries, req_* and
+ *    kv_last_page_len capacity_requests, kv_indptr capacity_requests + 1,
+ *    kv_indices capacity_pages + 1: entry kv_indptr[num_requests] is a spare
+ *    page id (one no request owns when the pool has one, else page 0).
+ *    Outside graph mode capacity_* equal the batch's sizes.
+ *  - decode_fa2 graph mode: kv_chunk_size and split_kv are chosen for the
+ *    worst case and never change on update; grid_work = capacity_work; the
+ *    merge grid is capacity_requests blocks, those >= num_requests exit.
+ *  - decode_aiter: max_blocks_per_seq is the longest page list + 1 and the
+ *    unused block_tables slots hold the spare page id (not -1).
+ *  - Plan-level mutants are already folded into the plan (nothing for a
+ *    kernel to do): MASK_COMPILED_OUT, SPLIT_CHUNK_SHORT (kv_chunk_size is
+ *    the shortened one), SPLIT_LAST_CHUNK_DROPPED, LAST_PAGE_LEN_OFF (the
+ *    plan's kv_last_page_len), GRAPH_CAPTURED_SCALARS (grid_work), the AITER
+ *    mappings (sliding_window), RETURN_LSE_IGNORED (wrapper).  Kernel-level
+ *    ones go through the helpers below: LEFT_BOUND_GT/MINUS1, TOP_LEFT_ALIGN,
+ *    REQUEST_ANCHORED, GQA_MOD_MAPPING, WINDOW_PAGE_CROSS, FOREIGN_PAGE_READ,
+ *    LSE_WRONG_BASE (final LSE writes only; partial LSEs stay base 2); and
+ *    in the kernels: SOFTCAP_COMPILED_OUT (cap off), SOFTCAP_BEFORE_MASK
+ *    (aiter: window-masked keys get logit -soft_cap when soft_cap > 0),
+ *    LSE_MERGE_DROPPED (merge: plain mean of the n partial outputs, LSE
+ *    still the true merge), OOB_WRITE (decode_fa2: one output element's
+ *    bytes written right after out, i.e. into the guard).
+ *  - Numerics: prefill rounds P to the dtype before P.V (tensor cores);
+ *    decode_fa2 keeps P in fp32 (CUDA cores); decode_aiter works in the
+ *    exp2 domain: max_logit is the base-2-scaled logit max, exp_sum =
+ *    sum 2^(s - max_logit), P = 2^(s - max)/exp_sum rounded to the dtype,
+ *    tmp_out rounded to the dtype when max_num_partitions > 1, reduce
+ *    weight exp_sum_j * 2^(max_j - global max); max_num_partitions == 1
+ *    writes out directly.  An empty partition is (-inf, 0, 0).
+ *  - NaN: a NaN score (poisoned key) never becomes the running max (fmaxf)
+ *    but still flows into d and acc, so reading poison yields NaN output. */
 #ifndef SWADIFF_PLAN_H
 #define SWADIFF_PLAN_H
 
-#include "../harness/common.h"
-#include "mutants.h"
+#include "core/common.h"
+#include "backends/mutants.h"
 
 /* -------------------------------------------------------------------------
  * prefill — FlashInfer-style batch prefill, paged or ragged.

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "backend.h"
+#include "backends/backend.h"
 
 /* The host device emulates an H200; also the fallback when no device is
  * known at plan time (tests that only plan). */
@@ -98,6 +98,15 @@ static inline const char *swa_plan_decode_reason(const char *backend, const swa_
 
 /* What both decode backends refuse: an unsupported dtype, qo_len != 1 or
  * ragged K/V, an unsupported head_dim.  NULL when the case is runnable. */
+/* When a device slot a backend needs is NULL: writes "device D has no WHAT
+ * (needed by BACKEND)" to buf and returns buf (see backend.h, "Slots"). */
+static inline const char *swa_device_lacks(const swa_device_ops *dev, const char *backend, const char *what,
+                                           char *buf, size_t n)
+{
+    snprintf(buf, n, "device %s has no %s (needed by %s)", dev ? dev->name : "(none)", what, backend);
+    return buf;
+}
+
 static inline const char *swa_plan_decode_supports(const char *backend, const swa_case *c, char *buf, size_t n)
 {
     const char *why;

@@ -9,10 +9,10 @@
  * LSE_MERGE_DROPPED when some request has more keys than one KV tile, so
  * the mutants have something to break.
  * Tested by tests/test_plan_prefill.c and tests/test_host_prefill.c. */
-#include "prefill.h"
+#include "backends/prefill.h"
 
-#include "attn_primitives.h"
-#include "plan_common.h"
+#include "backends/attn_primitives.h"
+#include "backends/plan_common.h"
 
 #define BACKEND "prefill"
 
@@ -213,9 +213,11 @@ swa_status swa_prefill_plan_build(const swa_case *c, const swa_plan_opts *o, swa
 /* ------------------------------------------------------------------------
  * backend table */
 
-static const char *prefill_supports(const swa_case *c, swa_device dev, char *buf, size_t n)
+static const char *prefill_supports(const swa_case *c, const swa_device_ops *dev, char *buf, size_t n)
 {
     const char *why;
+    if (dev && !dev->prefill)
+        return swa_device_lacks(dev, BACKEND, "prefill executor", buf, n);
     if ((why = swa_plan_dtype_reason(BACKEND, c, buf, n)) || (why = swa_plan_head_dim_reason(BACKEND, c, buf, n)))
         return why;
     if (c->cuda_graph) {
@@ -251,15 +253,6 @@ const swa_prefill_plan *swa_prefill_plan_of(const void *backend_plan)
     return backend_plan ? &((const prefill_state *)backend_plan)->plan : NULL;
 }
 
-static size_t prefill_workspace_size(const void *plan)
-{
-    const swa_prefill_plan *p = swa_prefill_plan_of(plan);
-    size_t partial = (size_t)p->total_partial_rows * p->num_qo_heads * ((size_t)p->head_dim + 1) * sizeof(float);
-    size_t tables = ((size_t)p->num_work * 3 + ((size_t)p->num_requests + 1) * 2 + (size_t)p->num_requests * 4) *
-                    sizeof(int);
-    return partial + tables;
-}
-
 static double prefill_run_lse_base(const void *plan, const swa_run_opts *r) { return 2.0; }
 
 static swa_status prefill_run(void *plan, void *dev_inputs, const swa_run_opts *r, const swa_out_args *o,
@@ -280,9 +273,12 @@ static swa_status prefill_run(void *plan, void *dev_inputs, const swa_run_opts *
                                  BACKEND, s->plan.window_left, r->window_left);
         }
     }
-    if (!s->device || !s->device->prefill)
+    if (!s->device)
         return swa_error_set(err, SWA_ERR_INVALID, "%s: the plan has no device to run on (plan with "
                              "swa_plan_opts.device set)", BACKEND);
+    if (!s->device->prefill)
+        return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s",
+                             swa_device_lacks(s->device, BACKEND, "prefill executor", (char[160]){0}, 160));
     bool write_lse = r && r->return_lse && o->lse;
     return s->device->prefill(&run_plan, dev_inputs, o, write_lse, err);
 }
@@ -305,7 +301,6 @@ const swa_backend swa_backend_prefill = {
     .lse_base = 2.0,
     .supports = prefill_supports,
     .plan = prefill_plan,
-    .workspace_size = prefill_workspace_size,
     .run_lse_base = prefill_run_lse_base,
     .run = prefill_run,
     .free = prefill_free,

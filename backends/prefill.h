@@ -8,7 +8,7 @@
 #ifndef SWADIFF_PREFILL_H
 #define SWADIFF_PREFILL_H
 
-#include "backend.h"
+#include "backends/backend.h"
 
 extern const swa_backend swa_backend_prefill;
 

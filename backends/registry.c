@@ -2,14 +2,18 @@
  * this binary (host always; CUDA / HIP when compiled with
  * SWADIFF_HAVE_CUDA / SWADIFF_HAVE_HIP, whose sources define
  * swa_cuda_device_ops / swa_hip_device_ops).
+ *
+ * Adding a device: its enum value in core/common.h, one row of device_table
+ * below, and its sources in CMake.  Nothing else names devices.
  * Tested by tests/test_backend_registry.c. */
+#include <stdio.h>
 #include <string.h>
 
-#include "backend.h"
-#include "decode_aiter.h"
-#include "decode_fa2.h"
-#include "host/host_device.h"
-#include "prefill.h"
+#include "backends/backend.h"
+#include "backends/decode_aiter.h"
+#include "backends/decode_fa2.h"
+#include "backends/host/host_device.h"
+#include "backends/prefill.h"
 
 #ifdef SWADIFF_HAVE_CUDA
 extern const swa_device_ops swa_cuda_device_ops;
@@ -50,20 +54,79 @@ const swa_backend *swa_backend_by_flag(unsigned flag)
     return NULL;
 }
 
-const swa_device_ops *swa_device_get(swa_device kind)
-{
-    switch (kind) {
-    case SWA_DEVICE_HOST:
-        return &swa_host_device_ops;
+/* Every device swadiff knows, in the order `--device auto` tries the GPUs;
+ * ops is NULL when this binary was built without it. */
+static const struct {
+    const char *name;
+    swa_device kind;
+    const char *cmake_option;
+    const swa_device_ops *ops;
+} device_table[] = {
+    {"host", SWA_DEVICE_HOST, NULL, &swa_host_device_ops},
 #ifdef SWADIFF_HAVE_CUDA
-    case SWA_DEVICE_CUDA:
-        return &swa_cuda_device_ops;
+    {"cuda", SWA_DEVICE_CUDA, "SWADIFF_CUDA", &swa_cuda_device_ops},
+#else
+    {"cuda", SWA_DEVICE_CUDA, "SWADIFF_CUDA", NULL},
 #endif
 #ifdef SWADIFF_HAVE_HIP
-    case SWA_DEVICE_HIP:
-        return &swa_hip_device_ops;
+    {"hip", SWA_DEVICE_HIP, "SWADIFF_HIP", &swa_hip_device_ops},
+#else
+    {"hip", SWA_DEVICE_HIP, "SWADIFF_HIP", NULL},
 #endif
-    default:
+};
+#define DEVICE_COUNT (sizeof device_table / sizeof device_table[0])
+_Static_assert(DEVICE_COUNT == SWA_DEVICE_COUNT, "one device_table row per swa_device kind");
+
+const swa_device_ops *swa_device_get(swa_device kind)
+{
+    for (size_t i = 0; i < DEVICE_COUNT; i++)
+        if (device_table[i].kind == kind)
+            return device_table[i].ops;
+    return NULL;
+}
+
+const swa_device_ops *swa_device_by_name(const char *name, const char **cmake_option)
+{
+    if (cmake_option)
+        *cmake_option = NULL;
+    for (size_t i = 0; name && i < DEVICE_COUNT; i++)
+        if (strcmp(device_table[i].name, name) == 0) {
+            if (!device_table[i].ops && cmake_option)
+                *cmake_option = device_table[i].cmake_option;
+            return device_table[i].ops;
+        }
+    return NULL;
+}
+
+const swa_device_ops *swa_device_first_gpu(char *why, size_t n)
+{
+    for (size_t i = 0; i < DEVICE_COUNT; i++) {
+        const swa_device_ops *d = device_table[i].ops;
+        if (d && d->kind != SWA_DEVICE_HOST && d->available(why, n))
+            return d;
+    }
+    return NULL;
+}
+
+const swa_device_ops *swa_device_at(int i, const char **name, const char **cmake_option)
+{
+    if (i < 0 || (size_t)i >= DEVICE_COUNT)
         return NULL;
+    if (name)
+        *name = device_table[i].name;
+    if (cmake_option)
+        *cmake_option = device_table[i].cmake_option;
+    return device_table[i].ops;
+}
+
+void swa_device_names_text(char *buf, size_t n)
+{
+    size_t used = 0;
+    if (n)
+        buf[0] = '\0';
+    for (size_t i = 0; i < DEVICE_COUNT; i++) {
+        const char *sep = i == 0 ? "" : i + 1 == DEVICE_COUNT ? " or " : ", ";
+        int w = snprintf(buf + used, used < n ? n - used : 0, "%s%s", sep, device_table[i].name);
+        used += w > 0 ? (size_t)w : 0;
     }
 }

@@ -97,9 +97,7 @@ list(FILTER _swa_hip_sources EXCLUDE REGEX ".*/bench_cuda\\.cu$")
 file(GLOB _swa_hip_headers CONFIGURE_DEPENDS
      ${CMAKE_SOURCE_DIR}/backends/cuda/*.cuh
      ${CMAKE_SOURCE_DIR}/backends/*.h
-     ${CMAKE_SOURCE_DIR}/harness/common.h
-     ${CMAKE_SOURCE_DIR}/harness/case.h
-     ${CMAKE_SOURCE_DIR}/harness/data.h)
+     ${CMAKE_SOURCE_DIR}/core/*.h)
 string(REPLACE ";" "," _swa_hip_targets "${SWADIFF_HIP_ARCHITECTURES}")
 set(_swa_hip_obj_dir ${CMAKE_BINARY_DIR}/hip)
 file(MAKE_DIRECTORY ${_swa_hip_obj_dir})

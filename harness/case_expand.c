@@ -8,7 +8,7 @@
  *
  * Test: tests/test_case_sweep.c (order, ids, defaults, filters),
  * tests/test_case_load.c (errors that depend on several keys). */
-#include "case_internal.h"
+#include "harness/case_internal.h"
 
 #include <limits.h>
 #include <math.h>
@@ -146,9 +146,9 @@ static const char *backend_list_text(unsigned backends, unsigned mask, char *buf
 {
     size_t used = 0;
     buf[0] = '\0';
-    for (int i = 0; swa_case_backend_names[i]; i++)
+    for (int i = 0; swa_backend_names[i]; i++)
         if ((backends & mask) & (1u << i))
-            used += (size_t)snprintf(buf + used, used < n ? n - used : 0, "%s%s", used ? ", " : "", swa_case_backend_names[i]);
+            used += (size_t)snprintf(buf + used, used < n ? n - used : 0, "%s%s", used ? ", " : "", swa_backend_names[i]);
     return buf;
 }
 
@@ -211,7 +211,7 @@ static int expand_one(expander *ex)
     if (build_id(ex, id, sizeof id))
         return -1;
 
-    const unsigned decode_mask = SWA_BACKEND_DECODE_FA2 | SWA_BACKEND_DECODE_AITER | SWA_BACKEND_DECODE_AUTO;
+    const unsigned decode_mask = SWA_BACKEND_DECODE_MASK;
     long long num_requests = 0, total_qo = 0, total_kv = 0;
     for (int r = 0; r < cs->num_request_entries; r++) {
         const int *ax = &cs->request_axis[r * R_FIELDS];

@@ -7,7 +7,7 @@
 #ifndef SWADIFF_CASE_INTERNAL_H
 #define SWADIFF_CASE_INTERNAL_H
 
-#include "case_json.h"
+#include "harness/case_json.h"
 
 #define MAX_HEADS 1024
 #define MAX_TOKENS (1 << 24)      /* per request, qo_len and kv_len */
@@ -44,7 +44,6 @@ typedef struct key_spec {
 } key_spec;
 
 extern const key_spec swa_case_keys[F_COUNT];
-extern const char *const swa_case_backend_names[];
 
 /* ---------------------------------------------------------------------------
  * Values and sweep axes. */

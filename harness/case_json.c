@@ -1,7 +1,7 @@
 /* case_json.c — cJSON parsing with source positions for the case loader
- * (see case_json.h for why).  Tested by tests/test_case_load.c and
- * tests/test_case_json.c. */
-#include "case_json.h"
+ * (see case_json.h for why).  Tested by tests/test_case_load.c (positions
+ * after tricky strings, mutilated files). */
+#include "harness/case_json.h"
 
 #include <stdarg.h>
 #include <stdint.h>

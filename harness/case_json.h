@@ -15,7 +15,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "case.h"
+#include "harness/case_load.h"
 
 typedef struct swa_json_pos {
     const cJSON *item;

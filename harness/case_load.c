@@ -23,7 +23,7 @@
  * position is the offending value (the key, for unknown or duplicate keys;
  * the object's '{', for a missing key).  Nothing is defaulted silently: a key
  * that is absent gets the default documented in the schema. */
-#include "case_internal.h"
+#include "harness/case_internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -36,7 +36,6 @@ static const char *const DTYPE_NAMES[] = {"fp16", "bf16", "fp32", NULL};
 static const char *const LAYOUT_NAMES[] = {"NHD", "HND", NULL};
 static const char *const KV_MODE_NAMES[] = {"paged", "ragged", NULL};
 static const char *const DIST_NAMES[] = {"normal", "uniform", "poison", NULL};
-const char *const swa_case_backend_names[] = {"prefill", "decode_fa2", "decode_aiter", "decode_auto", NULL};
 static const int HEAD_DIMS[] = {64, 96, 128, 256};
 
 const key_spec swa_case_keys[F_COUNT] = {
@@ -60,7 +59,7 @@ const key_spec swa_case_keys[F_COUNT] = {
     [F_SOFT_CAP] = {"soft_cap", K_NUM, false, 0, 0, NULL, 0, NULL, false, NULL},
     [F_SM_SCALE] = {"sm_scale", K_NUM, false, 0, 0, NULL, 0, NULL, true, NULL},
     [F_BACKENDS] = {"backends", K_SPECIAL, true, 0, 0, NULL, 0, NULL, false,
-                    "a list of \"prefill\", \"decode_fa2\", \"decode_aiter\", \"decode_auto\""},
+                    "a list of backend names (see `swadiff list backends`)"},
     [F_TOLERANCE] = {"tolerance", K_SPECIAL, false, 0, 0, NULL, 0, NULL, false, NULL},
     [F_DATA] = {"data", K_ENUM, false, 0, 0, NULL, 0, DIST_NAMES, false, NULL},
     [F_SEED] = {"seed", K_U64, false, 0, 0, NULL, 0, NULL, false, NULL},
@@ -461,7 +460,8 @@ static int read_backends(case_state *cs, const cJSON *v, const char *path)
     const swa_json_doc *doc = cs->doc;
     char got[64], epath[PATH_N];
     swa_case_describe_value(doc, v, got, sizeof got);
-    const char *want = "\"prefill\", \"decode_fa2\", \"decode_aiter\" or \"decode_auto\"";
+    char want[256];
+    swa_backend_names_text(want, sizeof want);
     if (!cJSON_IsArray(v))
         return swa_json_fail(doc, cs->err, swa_json_value_offset(doc, v), path,
                              "expected a list of backends (%s), got %s", want, got);
@@ -475,8 +475,8 @@ static int read_backends(case_state *cs, const cJSON *v, const char *path)
         swa_case_describe_value(doc, e, got, sizeof got);
         int b = -1;
         if (cJSON_IsString(e))
-            for (int i = 0; swa_case_backend_names[i]; i++)
-                if (strcmp(e->valuestring, swa_case_backend_names[i]) == 0)
+            for (int i = 0; swa_backend_names[i]; i++)
+                if (strcmp(e->valuestring, swa_backend_names[i]) == 0)
                     b = i;
         if (b < 0)
             return swa_json_fail(doc, cs->err, swa_json_value_offset(doc, e), epath,

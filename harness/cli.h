@@ -1,22 +1,28 @@
 /* cli.h — the subcommands of the swadiff command line (one function each,
- * argv[0] being the subcommand name, options parsed with getopt_long). */
+ * argv[0] being the subcommand name, options parsed with getopt_long), and
+ * the helpers they share.  No command file includes another command file. */
 #ifndef SWADIFF_CLI_H
 #define SWADIFF_CLI_H
 
-#include "../backends/backend.h"
-#include "case.h"
-#include "results.h"
+#include "backends/backend.h"
+#include "core/case.h"
+#include "harness/case_load.h"
+#include "harness/results.h"
 
+/* defined in cli_run.c */
 int swa_cmd_run(int argc, char **argv, const char *prog);
 int swa_cmd_validate(int argc, char **argv);
 int swa_cmd_list(int argc, char **argv);
+/* defined in cli_misc.c */
 int swa_cmd_bench(int argc, char **argv);
 int swa_cmd_merge(int argc, char **argv);
+/* defined in cli_selftest.c */
 int swa_cmd_selftest(int argc, char **argv, const char *prog);
+/* defined in cli_explain.c */
 int swa_cmd_explain(int argc, char **argv, const char *prog);
 int swa_cmd_shrink(int argc, char **argv, const char *prog);
 
-/* Shared helpers for the subcommands. */
+/* Shared helpers for the subcommands, defined in cli.c. */
 /* Loads every path (default "cases" when npaths == 0); prints located
  * errors; returns 0 or SWA_EXIT_USAGE. */
 int swa_cli_load_cases(int npaths, char **paths, swa_case_list *list);

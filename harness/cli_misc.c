@@ -1,15 +1,15 @@
 /* cli_misc.c — `swadiff bench` and `swadiff merge`: thin dispatchers to the
  * reference benchmark (reference/bench_ref.c), the CUDA benchmark
- * (backends/cuda/bench_cuda.cu) and the report merger (harness/merge.c). */
+ * (backends/cuda/bench_cuda.cu) and the report merger (harness/report_merge.c). */
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "report.h"
+#include "harness/cli.h"
+#include "harness/report.h"
 
-int swa_bench_reference(int argc, char **argv);
+#include "reference/bench_ref.h"
 #ifdef SWADIFF_HAVE_CUDA
-int swa_bench_cuda(int argc, char **argv);
+#include "backends/cuda/bench_cuda.h"
 #endif
 
 static int bench_usage(FILE *f)

@@ -1,5 +1,4 @@
-/* cli_run.c — `swadiff run`, `validate` and `list`, and the helpers the
- * other subcommands share (loading, device and shard selection).
+/* cli_run.c — `swadiff run`, `validate` and `list`.
  *
  * Tested end to end by tests/test_cli.c (exit codes, filters, shards). */
 #include <errno.h>
@@ -10,128 +9,16 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "../reference/reference.h"
-#include "cli.h"
-#include "console.h"
-#include "report.h"
-#include "run.h"
-
-int swa_cli_load_cases(int npaths, char **paths, swa_case_list *list)
-{
-    static char *default_paths[] = {"cases"};
-    if (npaths == 0) {
-        struct stat st;
-        if (stat("cases", &st) != 0) {
-            fprintf(stderr, "swadiff: no CASES given and no ./cases folder here: name case files or folders\n");
-            return SWA_EXIT_USAGE;
-        }
-        npaths = 1;
-        paths = default_paths;
-    }
-    int errors = 0;
-    for (int i = 0; i < npaths; i++) {
-        swa_load_error le;
-        memset(&le, 0, sizeof le);
-        if (swa_case_load_path(paths[i], list, &le) != 0) {
-            char msg[2048];
-            swa_load_error_format(&le, msg, sizeof msg);
-            fprintf(stderr, "%s\n", msg);
-            errors++;
-        }
-    }
-    return errors ? SWA_EXIT_USAGE : 0;
-}
-
-const swa_device_ops *swa_cli_device(const char *name, int *exit_code)
-{
-    char why[512] = "";
-    if (!name || !strcmp(name, "auto")) {
-        for (int k = SWA_DEVICE_CUDA; k <= SWA_DEVICE_HIP; k++) {
-            const swa_device_ops *d = swa_device_get((swa_device)k);
-            if (d && d->available(why, sizeof why))
-                return d;
-        }
-        return swa_device_get(SWA_DEVICE_HOST);
-    }
-    swa_device kind;
-    if (!strcmp(name, "host")) kind = SWA_DEVICE_HOST;
-    else if (!strcmp(name, "cuda")) kind = SWA_DEVICE_CUDA;
-    else if (!strcmp(name, "hip")) kind = SWA_DEVICE_HIP;
-    else {
-        fprintf(stderr, "swadiff: --device %s: expected host, cuda, hip or auto\n", name);
-        *exit_code = SWA_EXIT_USAGE;
-        return NULL;
-    }
-    const swa_device_ops *d = swa_device_get(kind);
-    if (!d) {
-        fprintf(stderr, "swadiff: --device %s: this swadiff was built without the %s device "
-                        "(reconfigure with -DSWADIFF_%s=ON)\n",
-                name, name, kind == SWA_DEVICE_CUDA ? "CUDA" : "HIP");
-        *exit_code = SWA_EXIT_NO_GPU;
-        return NULL;
-    }
-    if (!d->available(why, sizeof why)) {
-        fprintf(stderr, "swadiff: --device %s: %s\n", name, why);
-        *exit_code = kind == SWA_DEVICE_HOST ? SWA_EXIT_RUNTIME : SWA_EXIT_NO_GPU;
-        return NULL;
-    }
-    return d;
-}
-
-int swa_cli_parse_shard(const char *s, int *index, int *count)
-{
-    char *end;
-    errno = 0;
-    long i = strtol(s, &end, 10);
-    if (errno || end == s || *end != '/')
-        return -1;
-    const char *p = end + 1;
-    long n = strtol(p, &end, 10);
-    if (errno || end == p || *end != '\0' || n < 1 || i < 1 || i > n || n > 1000000)
-        return -1;
-    *index = (int)i;
-    *count = (int)n;
-    return 0;
-}
-
-unsigned swa_cli_parse_backends(const char *s, char *bad, size_t n)
-{
-    unsigned mask = 0;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", s);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        const swa_backend *b = swa_backend_by_name(tok);
-        if (!b) {
-            snprintf(bad, n, "%s", tok);
-            return 0;
-        }
-        mask |= b->flag;
-    }
-    if (!mask)
-        snprintf(bad, n, "%s", s);
-    return mask;
-}
-
-void swa_cli_environment(swa_environment *env, const swa_device_ops *dev, int argc, char **argv,
-                             const char *prog)
-{
-    memset(env, 0, sizeof *env);
-    snprintf(env->harness_version, sizeof env->harness_version, "%s", SWADIFF_VERSION);
-    snprintf(env->git_revision, sizeof env->git_revision, "%s", SWADIFF_GIT_REVISION);
-    struct utsname u;
-    if (uname(&u) == 0)
-        snprintf(env->host, sizeof env->host, "%s %s %s", u.nodename, u.sysname, u.machine);
-    char desc[400] = "";
-    dev->describe(desc, sizeof desc);
-    snprintf(env->devices, sizeof env->devices, "%s: %s", dev->name, desc);
-    snprintf(env->toolkit, sizeof env->toolkit, "%s", desc);
-    size_t k = (size_t)snprintf(env->command_line, sizeof env->command_line, "%s", prog);
-    for (int i = 0; i < argc && k < sizeof env->command_line; i++)
-        k += (size_t)snprintf(env->command_line + k, sizeof env->command_line - k, " %s", argv[i]);
-}
+#include "reference/reference.h"
+#include "harness/cli.h"
+#include "harness/report_console.h"
+#include "harness/report.h"
+#include "harness/run.h"
 
 static int run_usage(FILE *f)
 {
+    char backend_names[256];
+    swa_backend_names_text(backend_names, sizeof backend_names);
     fprintf(f,
             "usage: swadiff run [OPTIONS] [CASES...]\n"
             "\n"
@@ -140,8 +27,7 @@ static int run_usage(FILE *f)
             "with the CPU reference.\n"
             "\n"
             "  -d, --device D      host | cuda | hip | auto (default auto: a GPU when usable)\n"
-            "  -b, --backend B     only these backends (comma-separated): prefill, decode_fa2,\n"
-            "                      decode_aiter, decode_auto\n"
+            "  -b, --backend B     only these backends (comma-separated): %s\n"
             "  -f, --filter ID     only cases whose id equals ID or matches it as a glob\n"
             "                      (repeatable; a failing id pasted back reruns exactly it)\n"
             "  -r, --report DIR    write report.json, report.html, junit.xml (and\n"
@@ -159,7 +45,8 @@ static int run_usage(FILE *f)
             "  -h, --help          this text\n"
             "\n"
             "exit: 0 all passed (skips allowed), 1 a mismatch, 2 usage or case-file error,\n"
-            "      3 runtime error, 77 the device asked for is not usable here\n");
+            "      3 runtime error, 77 the device asked for is not usable here\n",
+            backend_names);
     return f == stdout ? SWA_EXIT_OK : SWA_EXIT_USAGE;
 }
 
@@ -190,8 +77,9 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         case 'b':
             backend_mask |= swa_cli_parse_backends(optarg, bad, sizeof bad);
             if (!backend_mask) {
-                fprintf(stderr, "swadiff run: --backend: unknown backend '%s' (expected prefill, "
-                                "decode_fa2, decode_aiter or decode_auto)\n", bad);
+                char names[256];
+                swa_backend_names_text(names, sizeof names);
+                fprintf(stderr, "swadiff run: --backend: unknown backend '%s' (expected %s)\n", bad, names);
                 return SWA_EXIT_USAGE;
             }
             break;
@@ -351,9 +239,10 @@ int swa_cmd_list(int argc, char **argv)
     }
     if (!strcmp(what, "devices")) {
         for (int k = 0; k < SWA_DEVICE_COUNT; k++) {
-            const swa_device_ops *d = swa_device_get((swa_device)k);
+            const char *name = NULL, *cmake_option = NULL;
+            const swa_device_ops *d = swa_device_at(k, &name, &cmake_option);
             if (!d) {
-                printf("%-5s not built into this binary\n", swa_device_name((swa_device)k));
+                printf("%-5s not built into this binary (-D%s=ON)\n", name, cmake_option);
                 continue;
             }
             char why[512] = "", desc[512] = "";

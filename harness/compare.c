@@ -17,7 +17,7 @@
  * The statistics are computed in full even after an early check fails: at
  * 2 a.m. the reader wants everything one run can tell.
  */
-#include "compare.h"
+#include "harness/compare.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -11,7 +11,7 @@
 #ifndef SWADIFF_COMPARE_H
 #define SWADIFF_COMPARE_H
 
-#include "case.h"
+#include "core/case.h"
 
 #define SWA_WORST_K 10
 #define SWA_DIST_BUCKETS 6 /* distance past the window edge: 1, 2, 3-4, 5-8, 9-16, >16 */

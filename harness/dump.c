@@ -5,7 +5,7 @@
  *
  * The .npy writer emits bytes explicitly little-endian, so the files are
  * the same on any host. */
-#include "dump.h"
+#include "harness/dump.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

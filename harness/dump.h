@@ -27,8 +27,8 @@
 #ifndef SWADIFF_DUMP_H
 #define SWADIFF_DUMP_H
 
-#include "case.h"
-#include "data.h"
+#include "core/case.h"
+#include "core/data.h"
 
 #define SWA_DUMP_NAME_MAX 180
 

@@ -5,14 +5,15 @@
  * against each with the case's element rule, and the variant with the
  * fewest mismatches is the diagnosis.  Exact matches are reported as such;
  * a partial match is reported as "closest" with both ratios, so a reader can
- * judge.  Tested by tests/test_explain.c (one test per mutant class 1-5, 8). */
-#include "explain.h"
+ * judge.  Tested by tests/test_detect.c (the seed mutants diagnosed, the
+ * diagnosis reaching the result). */
+#include "harness/explain.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../reference/reference.h"
+#include "reference/reference.h"
 
 /* Work bound: explain is skipped for cases whose reference costs more than
  * this many multiply-adds per variant (model-sized cases: shrink them first). */

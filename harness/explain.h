@@ -8,7 +8,7 @@
 #ifndef SWADIFF_EXPLAIN_H
 #define SWADIFF_EXPLAIN_H
 
-#include "run.h"
+#include "harness/run.h"
 
 typedef struct swa_hypothesis_score {
     char name[64];          /* short key, e.g. "window_l_minus_1" */

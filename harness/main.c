@@ -7,7 +7,7 @@
  *   swadiff merge OUT_DIR REPORT.json...
  *   swadiff selftest | explain | shrink   (detection power, see README)
  *
- * Every subcommand has --help.  Exit codes: README.md and harness/common.h. */
+ * Every subcommand has --help.  Exit codes: README.md and core/common.h. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -15,9 +15,9 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "../backends/backend.h"
-#include "cli.h"
-#include "run.h"
+#include "backends/backend.h"
+#include "harness/cli.h"
+#include "harness/run.h"
 
 static int usage_main(FILE *f)
 {

@@ -1,11 +1,11 @@
 /* report.c — the streaming report writer (results.jsonl + atomically
- * rewritten report.json / report.html / junit.xml), and the helpers the
- * writers share: escaping, ordering, time stamps.  See report.h.
+ * rewritten report.json / report.html / junit.xml) and the table of report
+ * formats.  The helpers the writers share live in report_text.c.
  *
  * Test: tests/test_report_partial.c (a run killed with SIGKILL leaves a
- * readable report), tests/test_report_json.c (escaping, ordering).
+ * readable report), tests/test_report_json.c.
  */
-#include "report.h"
+#include "harness/report.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -32,21 +32,6 @@ struct swa_report {
 /* How much longer than a rewrite takes we wait before the next one in the
  * adaptive mode: rewriting then costs at most 1/(1+4) = 20% of the run. */
 #define ADAPTIVE_FACTOR 4.0
-
-double swa_report_now(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (double)tv.tv_sec + tv.tv_usec * 1e-6;
-}
-
-void swa_report_iso8601(double t, char *buf, size_t n)
-{
-    time_t s = (time_t)t;
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
 
 /* mkdir -p */
 static int make_dirs(const char *dir)
@@ -130,22 +115,25 @@ static swa_status write_atomic(const char *path, int (*write)(FILE *f, const voi
     return SWA_OK;
 }
 
-static int write_json_file(FILE *f, const void *ctx)
-{
-    cJSON *root = swa_report_json(ctx);
-    if (!root)
-        return -1;
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (!text)
-        return -1;
-    int rc = fputs(text, f) < 0 || fputc('\n', f) == EOF ? -1 : 0;
-    cJSON_free(text);
-    return rc;
-}
+/* The order matters only for a reader watching the folder: report.json
+ * first, the page last. */
+const swa_report_format swa_report_formats[] = {
+    {"json", "report.json", swa_report_write_json},
+    {"junit", "junit.xml", swa_report_write_junit},
+    {"html", "report.html", swa_report_write_html},
+    {NULL, NULL, NULL},
+};
 
-static int write_html_file(FILE *f, const void *ctx) { return swa_report_write_html(ctx, f); }
-static int write_junit_file(FILE *f, const void *ctx) { return swa_report_write_junit(ctx, f); }
+typedef struct format_job {
+    const swa_report_format *format;
+    const swa_run_results *rr;
+} format_job;
+
+static int write_format(FILE *f, const void *ctx)
+{
+    const format_job *job = ctx;
+    return job->format->write(job->rr, f);
+}
 
 static swa_status write_all(const swa_run_results *rr, const char *dir, bool durable, swa_error *err);
 
@@ -156,16 +144,13 @@ swa_status swa_report_write_all(const swa_run_results *rr, const char *dir, swa_
 
 static swa_status write_all(const swa_run_results *rr, const char *dir, bool durable, swa_error *err)
 {
-    static const struct {
-        const char *name;
-        int (*write)(FILE *, const void *);
-    } files[] = {{"report.json", write_json_file}, {"junit.xml", write_junit_file}, {"report.html", write_html_file}};
     if (make_dirs(dir) != 0)
         return swa_error_set(err, SWA_ERR_IO, "%s: cannot create the report folder: %s", dir, strerror(errno));
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    for (const swa_report_format *fmt = swa_report_formats; fmt->name; fmt++) {
         char path[SWA_PATH_MAX + 32];
-        snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
-        swa_status st = write_atomic(path, files[i].write, rr, durable, err);
+        snprintf(path, sizeof path, "%s/%s", dir, fmt->file);
+        format_job job = {fmt, rr};
+        swa_status st = write_atomic(path, write_format, &job, durable, err);
         if (st != SWA_OK)
             return st;
     }
@@ -189,7 +174,7 @@ static swa_status jsonl_append(swa_report *rep, cJSON *obj, swa_error *err)
     cJSON_free(text);
     if (done != len + 1 || fflush(rep->jsonl) != 0)
         return swa_error_set(err, SWA_ERR_IO, "%s/results.jsonl: write failed: %s", rep->dir, strerror(errno));
-    double now = swa_report_now();
+    double now = swa_now();
     if (now - rep->last_sync >= JSONL_SYNC_SECONDS) {
         if (fsync(fileno(rep->jsonl)) != 0)
             return swa_error_set(err, SWA_ERR_IO, "%s/results.jsonl: fsync failed: %s", rep->dir, strerror(errno));
@@ -198,7 +183,6 @@ static swa_status jsonl_append(swa_report *rep, cJSON *obj, swa_error *err)
     return SWA_OK;
 }
 
-cJSON *swa_report_environment_json(const swa_environment *env);
 
 swa_report *swa_report_open(const char *dir, const swa_environment *env, swa_error *err)
 {
@@ -210,7 +194,7 @@ swa_report *swa_report_open(const char *dir, const swa_environment *env, swa_err
     snprintf(rep->dir, sizeof rep->dir, "%s", dir);
     if (env)
         rep->rr.env = *env;
-    rep->rr.started = swa_report_now();
+    rep->rr.started = swa_now();
     rep->flush_interval = -1; /* adaptive */
     if (make_dirs(dir) != 0) {
         swa_error_set(err, SWA_ERR_IO, "%s: cannot create the report folder: %s", dir, strerror(errno));
@@ -253,12 +237,12 @@ const swa_run_results *swa_report_results(const swa_report *rep) { return &rep->
 
 swa_status swa_report_flush(swa_report *rep, swa_error *err)
 {
-    rep->rr.duration = swa_report_now() - rep->rr.started;
+    rep->rr.duration = swa_now() - rep->rr.started;
     /* the exit code the run would have if it stopped here */
     rep->rr.exitcode = swa_run_results_summary(&rep->rr, NULL, NULL, NULL, NULL);
-    double t0 = swa_report_now();
+    double t0 = swa_now();
     swa_status st = write_all(&rep->rr, rep->dir, false, err);
-    rep->last_flush = swa_report_now();
+    rep->last_flush = swa_now();
     rep->last_cost = rep->last_flush - t0;
     rep->dirty = st != SWA_OK;
     return st;
@@ -281,7 +265,7 @@ swa_status swa_report_add(swa_report *rep, const swa_result *r, swa_error *err)
     if (st != SWA_OK)
         return st;
     rep->dirty = true;
-    double since = swa_report_now() - rep->last_flush;
+    double since = swa_now() - rep->last_flush;
     bool due = rep->flush_interval < 0 ? since >= ADAPTIVE_FACTOR * rep->last_cost : since >= rep->flush_interval;
     if (due)
         return swa_report_flush(rep, err);
@@ -292,7 +276,7 @@ swa_status swa_report_close(swa_report *rep, int exitcode, swa_error *err)
 {
     if (!rep)
         return SWA_OK;
-    rep->rr.duration = swa_report_now() - rep->rr.started;
+    rep->rr.duration = swa_now() - rep->rr.started;
     rep->rr.exitcode = exitcode;
     swa_status st = swa_report_write_all(&rep->rr, rep->dir, err);
     fsync(fileno(rep->jsonl));
@@ -301,237 +285,4 @@ swa_status swa_report_close(swa_report *rep, int exitcode, swa_error *err)
     swa_run_results_free(&rep->rr);
     free(rep);
     return st;
-}
-
-/* ---- escaping --------------------------------------------------------------- */
-
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid
- * (overlong forms, surrogates, > U+10FFFF, truncated). */
-static int utf8_valid_len(const unsigned char *s, unsigned *cp)
-{
-    unsigned c = s[0];
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    int n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-    if (!n)
-        return 0;
-    unsigned v = c & (0x7f >> n);
-    for (int i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        v = (v << 6) | (s[i] & 0x3f);
-    }
-    if ((n == 3 && v < 0x800) || (n == 4 && (v < 0x10000 || v > 0x10ffff)) || (v >= 0xd800 && v <= 0xdfff))
-        return 0;
-    *cp = v;
-    return n;
-}
-
-typedef struct strbuf {
-    char *data;
-    size_t len, cap;
-    bool failed;
-} strbuf;
-
-static void sb_put(strbuf *b, const char *s, size_t n)
-{
-    if (b->failed)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *d = realloc(b->data, cap);
-        if (!d) {
-            b->failed = true;
-            return;
-        }
-        b->data = d;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-}
-
-static char *sb_finish(strbuf *b)
-{
-    if (b->failed) {
-        free(b->data);
-        return NULL;
-    }
-    if (!b->data)
-        return strdup("");
-    return b->data;
-}
-
-static const char REPLACEMENT[] = "\xef\xbf\xbd"; /* U+FFFD */
-
-char *swa_html_escape(const char *s)
-{
-    strbuf b = {0};
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
-    while (*p) {
-        unsigned cp;
-        int n = utf8_valid_len(p, &cp);
-        if (!n) {
-            sb_put(&b, REPLACEMENT, 3);
-            p++;
-            continue;
-        }
-        switch (cp) {
-        case '&': sb_put(&b, "&amp;", 5); break;
-        case '<': sb_put(&b, "&lt;", 4); break;
-        case '>': sb_put(&b, "&gt;", 4); break;
-        case '"': sb_put(&b, "&quot;", 6); break;
-        case '\'': sb_put(&b, "&#39;", 5); break;
-        default:
-            if ((cp < 0x20 && cp != '\t' && cp != '\n') || cp == 0x7f)
-                sb_put(&b, REPLACEMENT, 3);
-            else
-                sb_put(&b, (const char *)p, (size_t)n);
-        }
-        p += n;
-    }
-    return sb_finish(&b);
-}
-
-char *swa_utf8_sanitize(const char *s)
-{
-    strbuf b = {0};
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
-    while (*p) {
-        unsigned cp;
-        int n = utf8_valid_len(p, &cp);
-        if (!n) {
-            sb_put(&b, REPLACEMENT, 3);
-            p++;
-        } else {
-            sb_put(&b, (const char *)p, (size_t)n);
-            p += n;
-        }
-    }
-    return sb_finish(&b);
-}
-
-char *swa_xml_escape(const char *s, bool attr)
-{
-    strbuf b = {0};
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
-    char tmp[16];
-    while (*p) {
-        unsigned cp;
-        int n = utf8_valid_len(p, &cp);
-        if (!n) { /* not UTF-8: show the byte, XML cannot carry it */
-            snprintf(tmp, sizeof tmp, "\\x%02X", *p);
-            sb_put(&b, tmp, strlen(tmp));
-            p++;
-            continue;
-        }
-        switch (cp) {
-        case '&': sb_put(&b, "&amp;", 5); break;
-        case '<': sb_put(&b, "&lt;", 4); break;
-        case '>': sb_put(&b, "&gt;", 4); break; /* also keeps "]]>" out */
-        case '"': sb_put(&b, "&quot;", 6); break;
-        case '\'': sb_put(&b, "&apos;", 6); break;
-        case '\t': case '\n': case '\r':
-            if (attr) {
-                snprintf(tmp, sizeof tmp, "&#%u;", cp);
-                sb_put(&b, tmp, strlen(tmp));
-            } else {
-                sb_put(&b, (const char *)p, 1);
-            }
-            break;
-        default:
-            if (cp < 0x20 || cp == 0x7f) { /* forbidden (or discouraged) in XML 1.0 */
-                snprintf(tmp, sizeof tmp, "\\x%02X", cp);
-                sb_put(&b, tmp, strlen(tmp));
-            } else if (cp == 0xfffe || cp == 0xffff) {
-                sb_put(&b, REPLACEMENT, 3);
-            } else {
-                sb_put(&b, (const char *)p, (size_t)n);
-            }
-        }
-        p += n;
-    }
-    return sb_finish(&b);
-}
-
-char *swa_markdown_cell(const char *s)
-{
-    strbuf b = {0};
-    for (const char *p = s ? s : ""; *p; p++) {
-        if (*p == '|')
-            sb_put(&b, "\\|", 2);
-        else if (*p == '`')
-            sb_put(&b, "\\`", 2);
-        else if (*p == '<')
-            sb_put(&b, "&lt;", 4); /* GitHub renders some HTML in summaries */
-        else if (*p == '\n' || *p == '\r' || (unsigned char)*p < 0x20 || *p == 0x7f)
-            sb_put(&b, " ", 1);
-        else
-            sb_put(&b, p, 1);
-    }
-    return sb_finish(&b);
-}
-
-/* ---- ordering ---------------------------------------------------------------- */
-
-double swa_result_severity(const swa_result *r)
-{
-    if (!r->has_compare)
-        return 0;
-    const swa_compare_result *c = &r->cmp;
-    if (c->guard_violation || c->unwritten || c->lse_unwritten || c->lse_nonfinite)
-        return INFINITY;
-    double worst = 0;
-    if (c->worst_count)
-        worst = c->worst[0].allowed > 0 ? c->worst[0].abs_diff / c->worst[0].allowed : INFINITY;
-    if (c->worst_count && isnan(c->worst[0].abs_diff))
-        worst = INFINITY;
-    if (c->lse_compared && c->lse_max_abs_allowed > 0) {
-        double l = c->lse_max_abs_diff / c->lse_max_abs_allowed;
-        if (l > worst)
-            worst = l;
-    }
-    return worst;
-}
-
-static int outcome_rank(swa_outcome o)
-{
-    return o == SWA_OUTCOME_FAILED ? 0 : o == SWA_OUTCOME_ERROR ? 1 : o == SWA_OUTCOME_SKIPPED ? 2 : 3;
-}
-
-static const swa_run_results *order_rr; /* qsort has no context argument in C11 */
-
-static int order_cmp(const void *a, const void *b)
-{
-    const swa_result *x = &order_rr->items[*(const int *)a], *y = &order_rr->items[*(const int *)b];
-    int rx = outcome_rank(x->outcome), ry = outcome_rank(y->outcome);
-    if (rx != ry)
-        return rx - ry;
-    double mx = x->has_compare ? x->cmp.ratio : 0, my = y->has_compare ? y->cmp.ratio : 0;
-    if (mx != my)
-        return mx > my ? -1 : 1;
-    double sx = swa_result_severity(x), sy = swa_result_severity(y);
-    if (sx != sy)
-        return sx > sy ? -1 : 1;
-    int c = strcmp(x->id, y->id);
-    if (c)
-        return c;
-    c = strcmp(x->backend, y->backend);
-    if (c)
-        return c;
-    return *(const int *)a - *(const int *)b;
-}
-
-void swa_report_order(const swa_run_results *rr, int *idx)
-{
-    for (int i = 0; i < rr->count; i++)
-        idx[i] = i;
-    order_rr = rr;
-    qsort(idx, (size_t)rr->count, sizeof *idx, order_cmp);
-    order_rr = NULL;
 }

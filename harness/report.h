@@ -1,6 +1,7 @@
 /* report.h — report files (JSON, HTML, JUnit XML) written while a run goes
- * on, the reader that turns report.json back into results (merge), and the
- * escaping helpers the writers share.  DESIGN.md §7.
+ * on, and the reader that turns report.json back into results (merge).
+ * A family header: each group below says which report_*.c defines it; the
+ * helpers the writers share are in report_text.h.
  *
  * A report folder holds:
  *   results.jsonl  one header line (report_version, created, environment),
@@ -26,22 +27,14 @@
  * (headless Chromium), tests/test_report_partial.c (SIGKILL mid-run).
  *
  * Ownership: swa_report owns a copy of every result added (its compare
- * arrays included); the caller keeps its own swa_result.  Strings returned
- * by the escape helpers are malloc'ed; the caller frees them. */
+ * arrays included); the caller keeps its own swa_result. */
 #ifndef SWADIFF_REPORT_H
 #define SWADIFF_REPORT_H
 
 #include <stdio.h>
 
-#include "results.h"
-
-/* Version of the report.json / results.jsonl layout.  Bump the major on a
- * change that breaks readers, the minor on an addition. */
-#define SWA_REPORT_VERSION "1.0"
-
-/* Rows kept of the (row, head) matrix in report.json: larger matrices are
- * downsampled by taking the maximum over bins of consecutive rows. */
-#define SWA_REPORT_MAX_MATRIX_ROWS 256
+#include "harness/report_text.h"
+#include "harness/results.h"
 
 typedef struct swa_report swa_report;
 
@@ -81,26 +74,40 @@ swa_status swa_report_close(swa_report *rep, int exitcode, swa_error *err);
 
 /* ---- whole-run writers (used by the streaming writer and by merge) ------- */
 
-/* Writes report.json, report.html and junit.xml of rr into dir atomically. */
+/* One report file: its name in the folder and its writer. */
+typedef struct swa_report_format {
+    const char *name;  /* "json", "html", "junit" */
+    const char *file;  /* "report.json", ... */
+    int (*write)(const swa_run_results *rr, FILE *f); /* 0, or -1 on a write error */
+} swa_report_format;
+/* The formats every report folder gets (defined in report.c), NULL-name terminated. */
+extern const swa_report_format swa_report_formats[];
+
+/* Writes every format of rr into dir atomically (report.c). */
 swa_status swa_report_write_all(const swa_run_results *rr, const char *dir, swa_error *err);
 
-/* report.json as a cJSON tree (caller: cJSON_Delete).  NULL on no memory. */
+/* Defined in report_json.c:
+ * report.json as a cJSON tree (caller: cJSON_Delete).  NULL on no memory. */
 struct cJSON *swa_report_json(const swa_run_results *rr);
 /* One case object (the elements of report.json's "cases" and the lines of
  * results.jsonl).  Caller: cJSON_Delete. */
 struct cJSON *swa_report_case_json(const swa_result *r);
+/* The "environment" object of report.json and of the results.jsonl header. */
+struct cJSON *swa_report_environment_json(const swa_environment *env);
+/* report.json written to f (the swa_report_formats writer). */
+int swa_report_write_json(const swa_run_results *rr, FILE *f);
 
-/* The HTML page and the JUnit document, written to f.  Return 0, or -1 on a
- * write error (errno set). */
+/* The HTML page (report_html.c) and the JUnit document (report_junit.c),
+ * written to f.  Return 0, or -1 on a write error (errno set). */
 int swa_report_write_html(const swa_run_results *rr, FILE *f);
 int swa_report_write_junit(const swa_run_results *rr, FILE *f);
 
-/* Writes a file atomically: write(f, ctx) into "path.tmp.<pid>", fsync,
+/* Writes a file atomically (report.c): write(f, ctx) into "path.tmp.<pid>", fsync,
  * rename over path.  The callback returns 0 or -1. */
 swa_status swa_report_write_atomic(const char *path, int (*write)(FILE *f, const void *ctx),
                                    const void *ctx, swa_error *err);
 
-/* ---- the reader ----------------------------------------------------------- */
+/* ---- the reader (report_read.c) -------------------------------------------- */
 
 /* Reads a report.json, or a results.jsonl left by a killed run, and appends
  * its results to rr (environment, started, duration and exitcode are taken
@@ -115,45 +122,13 @@ swa_status swa_report_read(const char *path, swa_run_results *rr, swa_error *err
 swa_status swa_report_case_from_json(const struct cJSON *obj, const char *where, swa_result *r,
                                      swa_error *err);
 
-/* ---- merge ----------------------------------------------------------------- */
+/* ---- merge (report_merge.c) ------------------------------------------------ */
 
 /* `swadiff merge OUT_DIR REPORT.json...` (argv[0] is "merge").  Combines shard
  * reports (report.json or results.jsonl) into one report set in OUT_DIR.
  * Returns the exit code of the combined run (0, 1 or 3; DESIGN §7), or 2 on
  * a usage error or an unreadable input, with the reason on stderr. */
 int swa_merge_main(int argc, char **argv);
-
-/* ---- helpers the writers share ------------------------------------------ */
-
-/* Text for HTML (text and double- or single-quoted attribute contexts):
- * & < > " ' escaped; invalid UTF-8 bytes and control characters other than
- * tab/newline become U+FFFD.  Caller frees. */
-char *swa_html_escape(const char *s);
-/* Text for XML 1.0 (text and attributes): & < > " ' escaped; characters XML
- * 1.0 forbids (controls other than tab/newline/CR, invalid UTF-8, U+FFFE/F)
- * become "\xNN" or U+FFFD; with attr, tab/newline/CR become character
- * references so they survive attribute normalisation.  Caller frees. */
-char *swa_xml_escape(const char *s, bool attr);
-/* s with every byte that is not valid UTF-8 replaced by U+FFFD (JSON must
- * be UTF-8; case files and kernel messages may not be).  Caller frees. */
-char *swa_utf8_sanitize(const char *s);
-/* Markdown table cell: | ` and < escaped, newlines and control characters
- * to spaces.  Caller frees. */
-char *swa_markdown_cell(const char *s);
-
-/* Seconds since the epoch, wall clock (for created/duration). */
-double swa_report_now(void);
-/* "2026-11-30T09:00:24Z" of a unix time. */
-void swa_report_iso8601(double t, char *buf, size_t n);
-
-/* Shared ordering: failing first (failed, error, then skipped, passed),
- * within an outcome by mismatch ratio descending, then by id.  Fills idx
- * with 0..count-1 in that order. */
-void swa_report_order(const swa_run_results *rr, int *idx);
-
-/* Worst error/allowed of a result (over out and LSE); INFINITY for NaN,
- * unwritten or guard failures, 0 when nothing was compared. */
-double swa_result_severity(const swa_result *r);
 
 #ifdef __cplusplus
 }

@@ -16,7 +16,7 @@
  *
  * Test: tests/test_report_html.c (rendered in headless Chromium).
  */
-#include "report.h"
+#include "harness/report.h"
 
 #include <math.h>
 #include <stdarg.h>

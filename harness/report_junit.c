@@ -18,7 +18,7 @@
  * Test: tests/test_report_junit.c (golden file; parsed back with Python's
  * xml.etree).
  */
-#include "report.h"
+#include "harness/report.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,21 +1,10 @@
-/* results.c — error records and the growing list of (case, backend) results. */
-#include "results.h"
+/* results.c — the growing list of (case, backend) results.
+ * Test: tests/test_report_json.c, tests/test_cli.c. */
+#include "harness/results.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-swa_status swa_error_set(swa_error *err, swa_status status, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-        err->status = status;
-    }
-    return status;
-}
 
 int swa_run_results_add(swa_run_results *rr, swa_result *r)
 {

@@ -10,7 +10,7 @@
 #ifndef SWADIFF_RESULTS_H
 #define SWADIFF_RESULTS_H
 
-#include "compare.h"
+#include "harness/compare.h"
 
 typedef enum {
     SWA_OUTCOME_PASSED = 0,

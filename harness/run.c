@@ -5,8 +5,9 @@
  * numeric distance (harness/compare.c).  A failure anywhere becomes the
  * result's outcome; nothing here aborts the run.
  *
- * Tested by tests/test_run.c and, end to end, by ci/run-harness.sh. */
-#include "run.h"
+ * Tested by tests/test_detect.c (one case through swa_run_one), end to end
+ * by tests/test_cli.c and ci/run-harness.sh. */
+#include "harness/run.h"
 
 #include <fnmatch.h>
 #include <math.h>
@@ -15,19 +16,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../reference/reference.h"
-#include "dump.h"
+#include "reference/reference.h"
+#include "harness/dump.h"
 
 #define SWA_GUARD_BYTES 4096
 #define SWA_GUARD_PATTERN 0xA5
 #define SWA_POISON_BYTE 0xFF /* all bits set: NaN in fp16, bf16 and fp32 */
-
-double swa_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 swa_tolerance swa_tolerance_resolve(const swa_case *c)
 {
@@ -244,7 +238,7 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
     if (lse_copy) *lse_copy = NULL;
 
     char reason[512];
-    const char *why = b->supports(c, cfg->device->kind, reason, sizeof reason);
+    const char *why = b->supports(c, cfg->device, reason, sizeof reason);
     if (why) {
         r->outcome = SWA_OUTCOME_SKIPPED;
         snprintf(r->message, sizeof r->message, "%s", why);
@@ -263,6 +257,7 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
     };
     void *plan = NULL;
     uint8_t *out_g = NULL, *lse_g = NULL;
+    float *lse_ln = NULL;
     swa_status st = b->plan(c, &ctx->in, &po, &plan, &err);
     if (st != SWA_OK)
         goto fail;
@@ -301,15 +296,9 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
         r->outcome = SWA_OUTCOME_FAILED;
         snprintf(r->message, sizeof r->message, "expected an error containing \"%s\", but %s ran (%s)",
                  c->expect_error, b->name, r->cmp.mismatched ? "and mismatched" : "and matched the reference");
-        b->free(plan);
-        free(out_g);
-        free(lse_g);
-        r->duration = swa_now() - t0;
-        return;
+        goto done;
     }
-    bool failed = r->cmp.mismatched > 0 || r->cmp.guard_violation || r->cmp.unwritten > 0 ||
-                  (r->cmp.lse_compared && r->cmp.lse_mismatched > 0);
-    r->outcome = failed ? SWA_OUTCOME_FAILED : SWA_OUTCOME_PASSED;
+    r->outcome = swa_compare_passed(&r->cmp) ? SWA_OUTCOME_PASSED : SWA_OUTCOME_FAILED;
     swa_compare_first_line(&r->cmp, r->message, sizeof r->message);
 
     if (out_copy) {
@@ -317,7 +306,6 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
         if (*out_copy) memcpy(*out_copy, out_g + SWA_GUARD_BYTES, out_bytes);
     }
     /* the LSE in natural log, for explain and --dump */
-    float *lse_ln = NULL;
     if ((lse_copy || cfg->dump_dir) && ro.return_lse && lse_base > 0) {
         size_t n = lse_bytes / sizeof(float);
         lse_ln = malloc(lse_bytes);
@@ -333,21 +321,13 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
         if (swa_dump_backend(cfg->dump_dir, c, b->name, out_g + SWA_GUARD_BYTES, lse_ln, &derr) != SWA_OK)
             fprintf(stderr, "swadiff: warning: --dump for %s/%s: %s\n", c->id, b->name, derr.message);
     }
-    if (lse_copy)
+    if (lse_copy) {
         *lse_copy = lse_ln;
-    else
-        free(lse_ln);
-    b->free(plan);
-    free(out_g);
-    free(lse_g);
-    r->duration = swa_now() - t0;
-    return;
+        lse_ln = NULL;
+    }
+    goto done;
 
 fail:
-    if (plan)
-        b->free(plan);
-    free(out_g);
-    free(lse_g);
     r->outcome = st == SWA_ERR_UNSUPPORTED ? SWA_OUTCOME_SKIPPED : SWA_OUTCOME_ERROR;
     r->error_status = st;
     snprintf(r->message, sizeof r->message, "%s", err.message[0] ? err.message : "backend failed without a message");
@@ -361,5 +341,11 @@ fail:
                      c->expect_error, err.message);
         }
     }
+done:
+    if (plan)
+        b->free(plan);
+    free(out_g);
+    free(lse_g);
+    free(lse_ln);
     r->duration = swa_now() - t0;
 }

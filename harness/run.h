@@ -8,10 +8,10 @@
 #ifndef SWADIFF_RUN_H
 #define SWADIFF_RUN_H
 
-#include "../backends/backend.h"
-#include "case.h"
-#include "data.h"
-#include "results.h"
+#include "backends/backend.h"
+#include "core/case.h"
+#include "core/data.h"
+#include "harness/results.h"
 
 typedef struct swa_run_config {
     const swa_device_ops *device;
@@ -79,8 +79,6 @@ swa_tolerance swa_tolerance_resolve(const swa_case *c);
 void swa_reproduce_command(const swa_run_config *cfg, const swa_case *c, const char *backend,
                            char *buf, size_t n);
 
-/* Seconds since the epoch, monotonic enough for durations. */
-double swa_now(void);
 
 #ifdef __cplusplus
 }

@@ -23,10 +23,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "console.h"
-#include "explain.h"
-#include "report.h"
-#include "run.h"
+#include "harness/report_console.h"
+#include "harness/explain.h"
+#include "harness/report.h"
+#include "harness/run.h"
 
 enum { MSG_START = 1, MSG_RESULT = 2, MSG_CASE_ERROR = 3 };
 

@@ -15,9 +15,9 @@
  * thread), and plain cblas_dgemm doing the same FLOPs densely (S = Q K^T
  * then O = P V over exactly the visible width, no mask, operands already
  * double) — the ceiling the reference is measured against.
- * Inputs are generated here (not by harness/data.c) so the bench depends on
+ * Inputs are generated here (not by core/data.c) so the bench depends on
  * nothing but the reference. */
-#include "bench_ref.h"
+#include "reference/bench_ref.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -27,8 +27,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "naive.h"
-#include "ref_internal.h"
+#include "reference/naive.h"
+#include "reference/ref_internal.h"
 
 typedef struct bench_shape {
     const char *name;

@@ -3,7 +3,7 @@
  * softmax, weighted sum of V.  No BLAS, no blocking: the baseline the
  * bench measures swa_reference against.  Tested in tests/test_reference.c
  * (it must agree with swa_reference). */
-#include "naive.h"
+#include "reference/naive.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
 #ifndef SWADIFF_REF_NAIVE_H
 #define SWADIFF_REF_NAIVE_H
 
-#include "reference.h"
+#include "reference/reference.h"
 
 #ifdef __cplusplus
 extern "C" {

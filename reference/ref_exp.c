@@ -2,7 +2,7 @@
  * double (64-bit significand on x86) and split into a double hi part and
  * the double nearest to the rest, so hi + lo carries ~64 bits.
  * Tested by tests/test_reference.c (ref_exp suite). */
-#include "ref_exp.h"
+#include "reference/ref_exp.h"
 
 #include <pthread.h>
 

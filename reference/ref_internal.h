@@ -7,7 +7,7 @@
 #ifndef SWADIFF_REF_INTERNAL_H
 #define SWADIFF_REF_INTERNAL_H
 
-#include "reference.h"
+#include "reference/reference.h"
 
 /* Keys one packed query row (row * group + head_in_group) deals with.
  * Under every mask of swa_ref_mask the visible keys of a row form one

@@ -8,7 +8,7 @@
  *
  * Positions are computed in long long: with L up to INT_MAX, p - L must not
  * overflow. */
-#include "ref_internal.h"
+#include "reference/ref_internal.h"
 
 swa_ref_mask swa_ref_mask_spec(const swa_case *c)
 {

@@ -16,8 +16,8 @@
  *
  * Tests: tests/test_reference.c (against an independent loop oracle),
  * tests/test_reference_lowp.c.  Bench: `swadiff bench --reference`. */
-#include "ref_internal.h"
-#include "ref_exp.h"
+#include "reference/ref_internal.h"
+#include "reference/ref_exp.h"
 
 #include <cblas.h>
 #include <math.h>

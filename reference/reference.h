@@ -24,8 +24,8 @@
 #ifndef SWADIFF_REFERENCE_H
 #define SWADIFF_REFERENCE_H
 
-#include "../harness/case.h"
-#include "../harness/data.h"
+#include "core/case.h"
+#include "core/data.h"
 
 typedef enum {
     SWA_ALIGN_BOTTOM_RIGHT = 0, /* spec: p = kv_len - qo_len + i */

@@ -22,7 +22,7 @@
 #include "backends/decode_aiter.h"
 #include "backends/decode_fa2.h"
 #include "backends/prefill.h"
-#include "test_backend_fixture.h"
+#include "tests/test_backend_fixture.h"
 
 /* the CUDA device of this binary (NULL when built without CUDA: skipped) */
 #define CUDA_DEV swa_device_get(SWA_DEVICE_CUDA)

@@ -10,7 +10,7 @@
 
 #include "backends/decode_aiter.h"
 #include "backends/decode_fa2.h"
-#include "test_backend_fixture.h"
+#include "tests/test_backend_fixture.h"
 
 static void decode_setup(fx *f, bool graph, bool return_lse, int L)
 {

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness/case.h"
+#include "harness/case_load.h"
 
 /* Arrays, not pointers: Criterion may run each parameter in a freshly
  * executed process where pointers into the parent's data mean nothing. */

@@ -11,7 +11,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "harness/case.h"
+#include "harness/case_load.h"
+#include "backends/backend.h" /* the registry, for the backend-name check */
 #include "harness/case_internal.h" /* the loader's key table, for the schema check */
 
 static swa_case_list load(const char *path)
@@ -444,5 +445,44 @@ Test(case_sweep, schema_documents_every_loader_key)
     cr_expect_eq(cJSON_GetArraySize(request), 3);
     for (int k = 0; k < 3; k++)
         cr_expect_not_null(cJSON_GetObjectItemCaseSensitive(request, request_keys[k]), "request key %s", request_keys[k]);
+    cJSON_Delete(schema);
+}
+
+/* The backend names are one closed set: the schema's enum, the core table
+ * (SWA_BACKEND_LIST) and the registry agree name for name, in order. */
+Test(case_sweep, schema_backend_enum_equals_the_backend_table)
+{
+    FILE *f = fopen(SWADIFF_SOURCE_DIR "/cases/schema/case.schema.json", "rb");
+    cr_assert_not_null(f);
+    static char text[1 << 17];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    cJSON *schema = cJSON_Parse(text);
+    cr_assert_not_null(schema, "schema is not JSON");
+    cJSON *props = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(schema, "$defs"), "caseKeys"), "properties");
+    cJSON *names = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(props, "backends"), "items"), "enum");
+    cr_assert(cJSON_IsArray(names), "schema: $defs/caseKeys/properties/backends/items/enum missing");
+    cr_expect_eq(cJSON_GetArraySize(names), SWA_BACKEND_COUNT, "schema lists %d backends, SWA_BACKEND_LIST %d",
+                 cJSON_GetArraySize(names), SWA_BACKEND_COUNT);
+    int count = 0;
+    const swa_backend *const *registry = swa_backends(&count);
+    cr_expect_eq(count, SWA_BACKEND_COUNT, "registry has %d backends, SWA_BACKEND_LIST %d", count, SWA_BACKEND_COUNT);
+    int i = 0;
+    for (cJSON *e = names->child; e && i < SWA_BACKEND_COUNT; e = e->next, i++) {
+        cr_expect_str_eq(e->valuestring, swa_backend_names[i], "schema enum[%d]", i);
+        cr_expect_eq(swa_backend_flag_by_name(swa_backend_names[i]), 1u << i);
+        cr_expect_str_eq(swa_backend_flag_name(1u << i), swa_backend_names[i]);
+        if (i < count) {
+            cr_expect_str_eq(registry[i]->name, swa_backend_names[i], "registry[%d]", i);
+            cr_expect_eq(registry[i]->flag, 1u << i, "registry[%d] flag", i);
+        }
+    }
+    cr_expect_eq(swa_backend_flag_by_name("triton"), 0u);
+    char text_names[256];
+    swa_backend_names_text(text_names, sizeof text_names);
+    cr_expect_str_eq(text_names, "\"prefill\", \"decode_fa2\", \"decode_aiter\" or \"decode_auto\"");
     cJSON_Delete(schema);
 }

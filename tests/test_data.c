@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/data.h"
+#include "core/data.h"
+#include "core/rng.h"
 
 /* SplitMix64 reference outputs (Vigna's splitmix64.c; the seed-1234567
  * sequence is the one Java's SplittableRandom documentation and many ports

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "harness/case_load.h"
 #include "harness/explain.h"
 #include "harness/run.h"
 

@@ -13,7 +13,7 @@
 
 #include "backends/decode_aiter.h"
 #include "backends/decode_fa2.h"
-#include "test_backend_fixture.h"
+#include "tests/test_backend_fixture.h"
 
 typedef struct decode_e2e {
     const char *name;

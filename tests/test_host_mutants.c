@@ -11,7 +11,7 @@
 #include "backends/decode_aiter.h"
 #include "backends/decode_fa2.h"
 #include "backends/prefill.h"
-#include "test_backend_fixture.h"
+#include "tests/test_backend_fixture.h"
 
 /* Runs backend b with mutant m on spec s and compares with the reference
  * under variant v (filled by the caller after planning, see tile sizes). */

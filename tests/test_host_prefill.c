@@ -12,7 +12,7 @@
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 #include "backends/prefill.h"
-#include "test_backend_fixture.h"
+#include "tests/test_backend_fixture.h"
 
 typedef struct prefill_e2e {
     const char *name;

@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/data.h"
+#include "core/data.h"
+#include "core/rng.h"
 
 #define NUM_REQ 7
 static const int KV_LEN[NUM_REQ] = {1, 7, 8, 16, 17, 33, 100};

@@ -10,7 +10,7 @@
 #include "backends/attn_primitives.h"
 #include "backends/decode_aiter.h"
 #include "backends/decode_fa2.h"
-#include "test_backend_fixture.h"
+#include "tests/test_backend_fixture.h"
 
 Test(plan_decode, aiter_window_mapping)
 {
@@ -249,7 +249,7 @@ Test(plan_decode, aiter_refuses_cuda_graph_at_plan_time)
     fx f;
     fx_setup(&f, &s);
     char why[256];
-    cr_expect_null(swa_backend_decode_aiter.supports(&f.c, SWA_DEVICE_HOST, why, sizeof why),
+    cr_expect_null(swa_backend_decode_aiter.supports(&f.c, swa_device_get(SWA_DEVICE_HOST), why, sizeof why),
                    "CUDA graph must not be a skip on decode_aiter: %s", why);
     swa_plan_opts o = fx_opts(&f, SWA_MUTANT_NONE);
     void *plan = (void *)1;

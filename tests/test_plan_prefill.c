@@ -8,7 +8,7 @@
 
 #include "backends/attn_primitives.h"
 #include "backends/prefill.h"
-#include "test_backend_fixture.h"
+#include "tests/test_backend_fixture.h"
 
 /* A case with only the fields the planner reads. */
 static swa_case plan_case(int B, const int *qo, const int *kv, int hq, int hk, int head_dim, int window_left)

@@ -7,8 +7,8 @@
  */
 #include <criterion/criterion.h>
 
-#include "harness/console.h"
-#include "test_report_fixture.h"
+#include "harness/report_console.h"
+#include "tests/test_report_fixture.h"
 
 static char *console_run(swa_run_results *rr, bool verbose, const char *report_dir)
 {

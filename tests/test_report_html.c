@@ -13,7 +13,7 @@
 
 #include <fcntl.h>
 
-#include "test_report_fixture.h"
+#include "tests/test_report_fixture.h"
 
 static const char *find_chromium(void)
 {

@@ -9,7 +9,7 @@
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
 
-#include "test_report_fixture.h"
+#include "tests/test_report_fixture.h"
 
 /* created/duration/environment change from run to run: pin them */
 static char *normalised_json(const swa_run_results *rr)

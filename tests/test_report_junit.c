@@ -9,7 +9,7 @@
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
 
-#include "test_report_fixture.h"
+#include "tests/test_report_fixture.h"
 
 static char *junit_text(const swa_run_results *rr)
 {

@@ -9,7 +9,7 @@
 #include <dirent.h>
 #include <signal.h>
 
-#include "test_report_fixture.h"
+#include "tests/test_report_fixture.h"
 
 /* child: open a report, add three results, die without closing */
 static void run_and_die(const char *dir, double flush_interval)

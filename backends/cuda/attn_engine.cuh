@@ -38,8 +38,8 @@
 #ifndef SWADIFF_CUDA_ATTN_ENGINE_CUH
 #define SWADIFF_CUDA_ATTN_ENGINE_CUH
 
-#include "vendor.cuh"
-#include "../attn_primitives.h"
+#include "backends/cuda/vendor.cuh"
+#include "backends/attn_primitives.h"
 #if !defined(SWADIFF_HIP_BUILD)
 #include <math_constants.h>
 #endif

@@ -21,12 +21,13 @@
  *   decode_fa2   window_left 1023 over kv 4096   3.10 TB/s of window bytes (target 3.0)
  *   prefill      causal 8192, 32/8 hd128          215 TFLOP/s (66% of SDPA-FA2 327; target 200)
  *   prefill      causal, window 1023, 8192        177 TFLOP/s */
-#include "cuda_internal.cuh"
-#include "../backend.h"
+#include "backends/cuda/bench_cuda.h"
+#include "backends/cuda/cuda_internal.cuh"
+#include "backends/backend.h"
 extern "C" { /* the plan builders' headers are plain C */
-#include "../decode_aiter.h"
-#include "../decode_fa2.h"
-#include "../prefill.h"
+#include "backends/decode_aiter.h"
+#include "backends/decode_fa2.h"
+#include "backends/prefill.h"
 }
 
 extern "C" const swa_device_ops swa_cuda_device_ops; /* cuda_device.cu */

@@ -13,8 +13,8 @@
  *
  * Test: tests/gpu_test_kernels.c (exits 77 without a GPU);
  * tests/test_hip_build.c (the ROCm build reports "no ROCm device" here). */
-#include "cuda_internal.cuh"
-#include "../backend.h"
+#include "backends/cuda/cuda_internal.cuh"
+#include "backends/backend.h"
 
 #include <stdio.h>
 #include <string.h>

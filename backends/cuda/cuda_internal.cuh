@@ -14,9 +14,9 @@
 #ifndef SWADIFF_CUDA_INTERNAL_CUH
 #define SWADIFF_CUDA_INTERNAL_CUH
 
-#include "vendor.cuh"
-#include "../plan.h"
-#include "../../harness/common.h"
+#include "backends/cuda/vendor.cuh"
+#include "backends/plan.h"
+#include "core/common.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -13,8 +13,8 @@
  * SOFTCAP_BEFORE_MASK gives masked keys logit -soft_cap, as AITER does.
  *
  * Test: tests/gpu_test_kernels.c (decode_aiter with and without window). */
-#include "cuda_internal.cuh"
-#include "attn_engine.cuh"
+#include "backends/cuda/cuda_internal.cuh"
+#include "backends/cuda/attn_engine.cuh"
 
 #include <limits.h>
 

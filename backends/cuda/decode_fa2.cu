@@ -14,8 +14,8 @@
  * CTAs past num_work exit at once.
  *
  * Test: tests/gpu_test_kernels.c (decode_fa2 split/non-split, graph replay). */
-#include "cuda_internal.cuh"
-#include "attn_engine.cuh"
+#include "backends/cuda/cuda_internal.cuh"
+#include "backends/cuda/attn_engine.cuh"
 
 #include <limits.h>
 

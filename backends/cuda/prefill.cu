@@ -11,8 +11,8 @@
  * last row; the per-element window mask only when plan->mask_window.
  *
  * Test: tests/gpu_test_kernels.c (prefill paged/ragged, split, GQA, windows). */
-#include "cuda_internal.cuh"
-#include "attn_engine.cuh"
+#include "backends/cuda/cuda_internal.cuh"
+#include "backends/cuda/attn_engine.cuh"
 
 #include <limits.h>
 

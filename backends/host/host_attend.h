@@ -15,8 +15,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../attn_primitives.h"
-#include "../backend.h"
+#include "backends/attn_primitives.h"
+#include "backends/backend.h"
 
 /* Where one request's keys and values for one kv head live. */
 typedef struct host_kv_view {

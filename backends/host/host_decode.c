@@ -17,8 +17,8 @@
  * With max_num_partitions == 1 the kernel writes out directly (no reduce),
  * as PA v1 does.
  * Tested by tests/test_host_decode.c. */
-#include "host_attend.h"
-#include "host_device.h"
+#include "backends/host/host_attend.h"
+#include "backends/host/host_device.h"
 
 #include <signal.h>
 #include <stdio.h>

@@ -3,11 +3,11 @@
  * GPU's, "uploads" by keeping a pointer to the inputs, and runs plans with
  * the emulation in host_prefill.c / host_decode.c.
  * Tested by tests/test_host_*.c and tests/test_backend_*.c. */
-#include "host_device.h"
+#include "backends/host/host_device.h"
 
 #include <stdio.h>
 
-#include "../decode_fa2.h"
+#include "backends/decode_fa2.h"
 
 static bool host_available(char *why, size_t n)
 {

@@ -8,7 +8,7 @@
 #ifndef SWADIFF_HOST_DEVICE_H
 #define SWADIFF_HOST_DEVICE_H
 
-#include "../backend.h"
+#include "backends/backend.h"
 
 extern const swa_device_ops swa_host_device_ops;
 

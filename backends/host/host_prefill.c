@@ -4,8 +4,8 @@
  * with the per-element mask of attn_primitives.h; split items write partial
  * states, then the merge pass combines them (plan.h semantics).
  * Tested by tests/test_host_prefill.c. */
-#include "host_attend.h"
-#include "host_device.h"
+#include "backends/host/host_attend.h"
+#include "backends/host/host_device.h"
 
 #include <stdio.h>
 

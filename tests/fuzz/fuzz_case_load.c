@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness/case.h"
+#include "harness/case_load.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

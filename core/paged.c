@@ -14,7 +14,9 @@
  *    each request's last page, hold NaN: a kernel that reads them (a wrong
  *    page, last_page_len off by one, an unmasked tail of a tile) turns its
  *    output into NaN, which no tolerance forgives. */
-#include "data.h"
+#include "core/paged.h"
+
+#include "core/rng.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,9 +1,9 @@
-/* case_util.c — loading case files from disk (a file or a folder tree),
- * case lists, filters, totals, and writing one expanded case back as a
- * standalone case file (what `swadiff shrink` saves).
+/* case_file.c — loading case files from disk (a file or a folder tree) and
+ * writing one expanded case back as a standalone case file (what
+ * `swadiff shrink` saves).
  *
- * Test: tests/test_case_sweep.c (filters, load_path, write/reload round trip). */
-#include "case.h"
+ * Test: tests/test_case_sweep.c (load_path, write/reload round trip). */
+#include "harness/case_load.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -17,80 +17,6 @@
 
 #define CASE_FILE_MAX_BYTES (64u << 20)
 #define FOLDER_DEPTH_MAX 32
-
-/* ---------------------------------------------------------------------------
- * lists, copies, totals, filters */
-
-void swa_case_free(swa_case *c)
-{
-    if (!c)
-        return;
-    free(c->qo_len);
-    free(c->kv_len);
-    c->qo_len = c->kv_len = NULL;
-}
-
-void swa_case_list_free(swa_case_list *list)
-{
-    if (!list)
-        return;
-    for (int i = 0; i < list->count; i++)
-        swa_case_free(&list->cases[i]);
-    free(list->cases);
-    list->cases = NULL;
-    list->count = 0;
-}
-
-int swa_case_copy(swa_case *dst, const swa_case *src)
-{
-    *dst = *src;
-    size_t n = (size_t)(src->num_requests > 0 ? src->num_requests : 1);
-    dst->qo_len = malloc(n * sizeof *dst->qo_len);
-    dst->kv_len = malloc(n * sizeof *dst->kv_len);
-    if (!dst->qo_len || !dst->kv_len) {
-        swa_case_free(dst);
-        return -1;
-    }
-    if (src->num_requests > 0) {
-        memcpy(dst->qo_len, src->qo_len, (size_t)src->num_requests * sizeof *dst->qo_len);
-        memcpy(dst->kv_len, src->kv_len, (size_t)src->num_requests * sizeof *dst->kv_len);
-    }
-    return 0;
-}
-
-/* Ids never contain glob characters (the loader allows none), so a filter
- * that is an exact id matches that case and no other. */
-bool swa_case_matches(const swa_case *c, const char *filter)
-{
-    if (!filter)
-        return true;
-    return strcmp(c->id, filter) == 0 || fnmatch(filter, c->id, 0) == 0;
-}
-
-int swa_case_total_qo(const swa_case *c)
-{
-    int total = 0;
-    for (int r = 0; r < c->num_requests; r++)
-        total += c->qo_len[r];
-    return total;
-}
-
-int swa_case_total_kv(const swa_case *c)
-{
-    int total = 0;
-    for (int r = 0; r < c->num_requests; r++)
-        total += c->kv_len[r];
-    return total;
-}
-
-int swa_case_max_kv(const swa_case *c)
-{
-    int max = 0;
-    for (int r = 0; r < c->num_requests; r++)
-        if (c->kv_len[r] > max)
-            max = c->kv_len[r];
-    return max;
-}
 
 /* ---------------------------------------------------------------------------
  * reading from disk */
@@ -280,8 +206,6 @@ int swa_case_load_path(const char *path, swa_case_list *list, swa_load_error *er
 /* ---------------------------------------------------------------------------
  * writing one case back */
 
-static const char *backend_names[] = {"prefill", "decode_fa2", "decode_aiter", "decode_auto"};
-
 static cJSON *case_to_json(const swa_case *c)
 {
     cJSON *o = cJSON_CreateObject();
@@ -321,9 +245,9 @@ static cJSON *case_to_json(const swa_case *c)
     cJSON_AddNumberToObject(o, "soft_cap", c->soft_cap);
     cJSON_AddNumberToObject(o, "sm_scale", c->sm_scale);
     cJSON *backends = cJSON_AddArrayToObject(o, "backends");
-    for (int b = 0; backends && b < 4; b++)
+    for (int b = 0; backends && b < SWA_BACKEND_COUNT; b++)
         if (c->backends & (1u << b))
-            cJSON_AddItemToArray(backends, cJSON_CreateString(backend_names[b]));
+            cJSON_AddItemToArray(backends, cJSON_CreateString(swa_backend_names[b]));
     if (c->tol.mode != SWA_TOL_DEFAULT || c->tol.lse_atol >= 0 || c->tol.equal_nan) {
         cJSON *tol = cJSON_AddObjectToObject(o, "tolerance");
         if (tol && c->tol.mode == SWA_TOL_ABS_REL) {

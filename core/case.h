@@ -1,27 +1,46 @@
-/* case.h — one expanded test case, and loading case files (DESIGN.md §8).
+/* case.h — one expanded test case (the record every part of swadiff reads)
+ * and the closed set of backend names a case may ask for.  Loading case
+ * files is the harness's business: harness/case_load.h.
  *
- * A case file (cases/NAME.json, schema in cases/schema/case.schema.json) may
- * give any scalar as a list; the loader expands the cartesian product into
- * concrete swa_case records, each with a stable id that `--filter` accepts.
+ * Defined in core/case.c: the record operations below and the backend
+ * name table.
  *
- * Ownership: swa_case_list_load* allocate; swa_case_list_free releases the
- * list and every case in it (including the per-request arrays). */
+ * Ownership: swa_case_list_free releases a list and every case in it
+ * (including the per-request arrays); swa_case_copy makes a deep copy. */
 #ifndef SWADIFF_CASE_H
 #define SWADIFF_CASE_H
 
-#include "common.h"
+#include "core/common.h"
 
 #define SWA_ID_MAX 256
 #define SWA_PATH_MAX 1024
 #define SWA_NAME_MAX 128
 
-/* Backends a case may ask for (bit flags; names in backends/backend.h). */
+/* The backends a case may name, in registry order: X(ENUM, "name", decode).
+ * Everything that lists backends (the flags, the loader's "expected ..."
+ * texts, the help text, the decode-only rules, the schema's enum, checked by
+ * tests/test_case_sweep.c) derives from this one list. */
+#define SWA_BACKEND_LIST(X)                   \
+    X(PREFILL, "prefill", 0)                  \
+    X(DECODE_FA2, "decode_fa2", 1)            \
+    X(DECODE_AITER, "decode_aiter", 1)        \
+    X(DECODE_AUTO, "decode_auto", 1) /* resolves to fa2 or aiter at plan time */
+
 enum {
-    SWA_BACKEND_PREFILL = 1u << 0,
-    SWA_BACKEND_DECODE_FA2 = 1u << 1,
-    SWA_BACKEND_DECODE_AITER = 1u << 2,
-    SWA_BACKEND_DECODE_AUTO = 1u << 3, /* resolves to fa2 or aiter at plan time */
+#define SWA_X_INDEX(e, n, d) SWA_BACKEND_INDEX_##e,
+    SWA_BACKEND_LIST(SWA_X_INDEX)
+#undef SWA_X_INDEX
+    SWA_BACKEND_COUNT
 };
+/* Bit flags of a case's backend set. */
+enum {
+#define SWA_X_FLAG(e, n, d) SWA_BACKEND_##e = 1u << SWA_BACKEND_INDEX_##e,
+    SWA_BACKEND_LIST(SWA_X_FLAG)
+#undef SWA_X_FLAG
+};
+/* The backends that take one query row per request. */
+#define SWA_X_DECODE(e, n, d) | ((d) ? SWA_BACKEND_##e : 0u)
+#define SWA_BACKEND_DECODE_MASK (0u SWA_BACKEND_LIST(SWA_X_DECODE))
 
 typedef enum {
     SWA_TOL_DEFAULT = 0,  /* per-dtype defaults (README) */
@@ -75,31 +94,9 @@ typedef struct swa_case_list {
     int count;
 } swa_case_list;
 
-/* A located load error: "file:line:column: /json/path: what was expected". */
-typedef struct swa_load_error {
-    char file[SWA_PATH_MAX];
-    int line, column;
-    char path[256];            /* JSON pointer, e.g. /requests/0/kv_len */
-    char message[512];
-} swa_load_error;
-
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Formats err as "file:line:column: /path: message" into buf. */
-void swa_load_error_format(const swa_load_error *err, char *buf, size_t n);
-
-/* Parses one case file held in memory.  Returns 0 and appends the expanded
- * cases to list, or -1 with err filled (list unchanged).  max_cases caps the
- * expansion (0: the default cap, SWA_MAX_EXPANDED_CASES). */
-#define SWA_MAX_EXPANDED_CASES 100000
-int swa_case_parse(const char *file_name, const char *text, size_t len,
-                   swa_case_list *list, swa_load_error *err);
-
-/* Loads a file, or every *.json under a folder (recursively, sorted by path,
- * skipping folders named "schema").  Same return convention. */
-int swa_case_load_path(const char *path, swa_case_list *list, swa_load_error *err);
 
 void swa_case_list_free(swa_case_list *list);
 
@@ -114,10 +111,16 @@ bool swa_case_matches(const swa_case *c, const char *filter);
 int swa_case_total_qo(const swa_case *c);
 int swa_case_total_kv(const swa_case *c);
 int swa_case_max_kv(const swa_case *c);
-static inline int swa_case_group_size(const swa_case *c) { return c->num_qo_heads / c->num_kv_heads; }
+/* The backend names in registry order, NULL-terminated. */
+extern const char *const swa_backend_names[];
+/* SWA_BACKEND_* flag of a name, 0 when the name is not a backend. */
+unsigned swa_backend_flag_by_name(const char *name);
+/* Name of a single SWA_BACKEND_* flag, NULL when flag is not one. */
+const char *swa_backend_flag_name(unsigned flag);
+/* The names as "\"a\", \"b\" or \"c\"" (for "expected ..." messages). */
+void swa_backend_names_text(char *buf, size_t n);
 
-/* Writes one expanded case back as a standalone case file (used by shrink). */
-int swa_case_write_json(const swa_case *c, const char *path, swa_error *err);
+static inline int swa_case_group_size(const swa_case *c) { return c->num_qo_heads / c->num_kv_heads; }
 
 #ifdef __cplusplus
 }

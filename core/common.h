@@ -41,15 +41,19 @@ typedef struct swa_error {
     char message[SWA_MSG_MAX];
 } swa_error;
 
-/* Records status+message (printf-style) and returns status. */
+/* Defined in core/common.c. */
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* Records status+message (printf-style) and returns status. */
 swa_status swa_error_set(swa_error *err, swa_status status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* Wall-clock seconds since the epoch (CLOCK_REALTIME), the one clock of
+ * every duration and timestamp in swadiff. */
+double swa_now(void);
 #ifdef __cplusplus
 }
 #endif
@@ -58,6 +62,8 @@ typedef enum { SWA_DTYPE_FP16 = 0, SWA_DTYPE_BF16 = 1, SWA_DTYPE_FP32 = 2 } swa_
 typedef enum { SWA_LAYOUT_NHD = 0, SWA_LAYOUT_HND = 1 } swa_layout;
 typedef enum { SWA_KV_PAGED = 0, SWA_KV_RAGGED = 1 } swa_kv_mode;
 typedef enum { SWA_DIST_NORMAL = 0, SWA_DIST_UNIFORM = 1, SWA_DIST_POISON = 2 } swa_dist;
+/* Device kinds; names, and whether each is built, live in the registry
+ * (backends/registry.c). */
 typedef enum { SWA_DEVICE_HOST = 0, SWA_DEVICE_CUDA = 1, SWA_DEVICE_HIP = 2, SWA_DEVICE_COUNT = 3 } swa_device;
 
 static inline const char *swa_dtype_name(swa_dtype d)
@@ -66,10 +72,6 @@ static inline const char *swa_dtype_name(swa_dtype d)
 }
 static inline size_t swa_dtype_size(swa_dtype d) { return d == SWA_DTYPE_FP32 ? 4 : 2; }
 static inline const char *swa_layout_name(swa_layout l) { return l == SWA_LAYOUT_NHD ? "NHD" : "HND"; }
-static inline const char *swa_device_name(swa_device d)
-{
-    return d == SWA_DEVICE_HOST ? "host" : d == SWA_DEVICE_CUDA ? "cuda" : "hip";
-}
 
 /* ---------------------------------------------------------------------------
  * Exact conversions.  fp16 and bf16 values widen to float exactly; narrowing

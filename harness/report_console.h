@@ -1,4 +1,4 @@
-/* console.h — what swadiff prints while it runs and when it is done
+/* report_console.h — what swadiff prints while it runs and when it is done
  * (DESIGN.md §7): a progress indicator on a terminal (plain progress lines
  * otherwise), one line per failing (case, backend) with the first mismatch
  * line, a summary table, and the reproduce commands of the worst failures.
@@ -12,7 +12,7 @@
 
 #include <stdio.h>
 
-#include "results.h"
+#include "harness/results.h"
 
 #define SWA_CONSOLE_WORST 5 /* failures whose reproduce command the summary prints */
 

@@ -1,9 +1,9 @@
-/* console.c — progress, failure lines, summary table and worst failures on
+/* report_console.c — progress, failure lines, summary table and worst failures on
  * the console; the Markdown summary for GitHub Actions.  See console.h.
  *
  * Test: tests/test_report_console.c.
  */
-#include "console.h"
+#include "harness/report_console.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "report.h"
+#include "harness/report.h"
 
 struct swa_console {
     FILE *out;
@@ -86,7 +86,7 @@ swa_console *swa_console_open(FILE *out, int total, bool verbose)
     const char *term = getenv("TERM");
     con->color = con->tty && !getenv("NO_COLOR") && !(term && !strcmp(term, "dumb"));
     con->next_plain_percent = 10;
-    con->started = swa_report_now();
+    con->started = swa_now();
     return con;
 }
 
@@ -115,7 +115,7 @@ static void draw_progress(swa_console *con, const swa_result *last)
     int pct = con->total > 0 ? (int)(100.0 * con->done / con->total) : 0;
     int len = snprintf(line, sizeof line, "[%*d/%d] %3d%%  %d passed, %d failed, %d errors  %.0fs  %s %s", 4, con->done,
                        con->total, pct, con->counts[SWA_OUTCOME_PASSED], con->counts[SWA_OUTCOME_FAILED],
-                       con->counts[SWA_OUTCOME_ERROR], swa_report_now() - con->started, last->backend, last->id);
+                       con->counts[SWA_OUTCOME_ERROR], swa_now() - con->started, last->backend, last->id);
     if (len > width)
         line[width] = '\0';
     char clean[sizeof line * 4];
@@ -146,7 +146,7 @@ void swa_console_add(swa_console *con, const swa_result *r)
     } else if (con->total > 0 && 100 * con->done >= con->next_plain_percent * con->total && con->done < con->total) {
         fprintf(con->out, "[%d/%d] %d%%: %d passed, %d failed, %d errors, %d skipped (%.0f s)\n", con->done, con->total,
                 100 * con->done / con->total, con->counts[SWA_OUTCOME_PASSED], con->counts[SWA_OUTCOME_FAILED],
-                con->counts[SWA_OUTCOME_ERROR], con->counts[SWA_OUTCOME_SKIPPED], swa_report_now() - con->started);
+                con->counts[SWA_OUTCOME_ERROR], con->counts[SWA_OUTCOME_SKIPPED], swa_now() - con->started);
         while (con->next_plain_percent * con->total <= 100 * con->done)
             con->next_plain_percent += 10;
     }

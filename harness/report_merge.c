@@ -1,4 +1,4 @@
-/* merge.c — `swadiff merge OUT_DIR REPORT.json...`: combines the reports of
+/* report_merge.c — `swadiff merge OUT_DIR REPORT.json...`: combines the reports of
  * shards (CI jobs that each ran part of the cases, possibly on different
  * machines) into one report set: report.json, report.html, junit.xml.
  *
@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "console.h"
-#include "report.h"
+#include "harness/report_console.h"
+#include "harness/report.h"
 
 static void usage(void)
 {

@@ -1,0 +1,54 @@
+/* data.h — deterministic inputs for a case and the paged KV cache built
+ * from them (DESIGN.md §3, §6).
+ *
+ * PRNG: SplitMix64 (Steele, Lea, Flood 2014), one stream per tensor seeded
+ * with splitmix64(case.seed ^ fnv1a64(tensor name)).  Uniform values are the
+ * top 53 bits / 2^53; "normal" is the Irwin–Hall sum of 12 uniforms minus 6
+ * (mean 0, variance 1), chosen because it needs no libm, so the same case
+ * gives bit-identical tensors on every machine.  Every value is rounded to
+ * the case dtype before anything else sees it, so the float copies below are
+ * exactly the values the backends read.
+ *
+ * Ownership: swa_inputs_create allocates everything in swa_inputs;
+ * swa_inputs_free releases it. */
+#ifndef SWADIFF_DATA_H
+#define SWADIFF_DATA_H
+
+#include "core/case.h"
+#include "core/paged.h"
+
+typedef struct swa_inputs {
+    int num_requests;
+    int *qo_indptr;            /* [B + 1] */
+    int *kv_indptr;            /* [B + 1], logical (un-paged) token offsets */
+    int total_qo, total_kv;
+    int num_qo_heads, num_kv_heads, head_dim;
+    swa_dtype dtype;
+
+    /* Exact values (already rounded to dtype), logical layout:
+     * q [total_qo][num_qo_heads][head_dim], k/v [total_kv][num_kv_heads][head_dim]. */
+    float *q, *k, *v;
+    /* The same values in dtype storage, same layout (what a ragged backend reads). */
+    void *q_raw, *k_raw, *v_raw;
+
+    swa_paged_kv paged;
+} swa_inputs;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Generates q/k/v for the case (distribution, seed, poison rules of
+ * DESIGN.md §6) and builds the paged cache.  Returns SWA_OK or an error
+ * (allocation failure, sizes over the memory estimate). */
+swa_status swa_inputs_create(const swa_case *c, swa_inputs *in, swa_error *err);
+void swa_inputs_free(swa_inputs *in);
+
+/* Bytes the case's tensors take on the host (inputs, cache pool, outputs,
+ * reference), estimated before allocating anything. */
+size_t swa_case_host_bytes(const swa_case *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SWADIFF_DATA_H */

@@ -1,0 +1,127 @@
+/* cli.c — the helpers every subcommand shares: loading case paths, device
+ * selection, --shard and --backend parsing, the report environment.
+ *
+ * Tested end to end by tests/test_cli.c. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "reference/reference.h"
+#include "harness/cli.h"
+#include "harness/report_console.h"
+#include "harness/report.h"
+#include "harness/run.h"
+
+int swa_cli_load_cases(int npaths, char **paths, swa_case_list *list)
+{
+    static char *default_paths[] = {"cases"};
+    if (npaths == 0) {
+        struct stat st;
+        if (stat("cases", &st) != 0) {
+            fprintf(stderr, "swadiff: no CASES given and no ./cases folder here: name case files or folders\n");
+            return SWA_EXIT_USAGE;
+        }
+        npaths = 1;
+        paths = default_paths;
+    }
+    int errors = 0;
+    for (int i = 0; i < npaths; i++) {
+        swa_load_error le;
+        memset(&le, 0, sizeof le);
+        if (swa_case_load_path(paths[i], list, &le) != 0) {
+            char msg[2048];
+            swa_load_error_format(&le, msg, sizeof msg);
+            fprintf(stderr, "%s\n", msg);
+            errors++;
+        }
+    }
+    return errors ? SWA_EXIT_USAGE : 0;
+}
+
+const swa_device_ops *swa_cli_device(const char *name, int *exit_code)
+{
+    char why[512] = "";
+    if (!name || !strcmp(name, "auto")) {
+        const swa_device_ops *gpu = swa_device_first_gpu(why, sizeof why);
+        return gpu ? gpu : swa_device_get(SWA_DEVICE_HOST);
+    }
+    const char *cmake_option = NULL;
+    const swa_device_ops *d = swa_device_by_name(name, &cmake_option);
+    if (!d && !cmake_option) {
+        char names[128];
+        swa_device_names_text(names, sizeof names);
+        fprintf(stderr, "swadiff: --device %s: expected %s (or auto)\n", name, names);
+        *exit_code = SWA_EXIT_USAGE;
+        return NULL;
+    }
+    if (!d) {
+        fprintf(stderr, "swadiff: --device %s: this swadiff was built without the %s device "
+                        "(reconfigure with -D%s=ON)\n",
+                name, name, cmake_option);
+        *exit_code = SWA_EXIT_NO_GPU;
+        return NULL;
+    }
+    if (!d->available(why, sizeof why)) {
+        fprintf(stderr, "swadiff: --device %s: %s\n", name, why);
+        *exit_code = d->kind == SWA_DEVICE_HOST ? SWA_EXIT_RUNTIME : SWA_EXIT_NO_GPU;
+        return NULL;
+    }
+    return d;
+}
+
+int swa_cli_parse_shard(const char *s, int *index, int *count)
+{
+    char *end;
+    errno = 0;
+    long i = strtol(s, &end, 10);
+    if (errno || end == s || *end != '/')
+        return -1;
+    const char *p = end + 1;
+    long n = strtol(p, &end, 10);
+    if (errno || end == p || *end != '\0' || n < 1 || i < 1 || i > n || n > 1000000)
+        return -1;
+    *index = (int)i;
+    *count = (int)n;
+    return 0;
+}
+
+unsigned swa_cli_parse_backends(const char *s, char *bad, size_t n)
+{
+    unsigned mask = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        const swa_backend *b = swa_backend_by_name(tok);
+        if (!b) {
+            snprintf(bad, n, "%s", tok);
+            return 0;
+        }
+        mask |= b->flag;
+    }
+    if (!mask)
+        snprintf(bad, n, "%s", s);
+    return mask;
+}
+
+void swa_cli_environment(swa_environment *env, const swa_device_ops *dev, int argc, char **argv,
+                             const char *prog)
+{
+    memset(env, 0, sizeof *env);
+    snprintf(env->harness_version, sizeof env->harness_version, "%s", SWADIFF_VERSION);
+    snprintf(env->git_revision, sizeof env->git_revision, "%s", SWADIFF_GIT_REVISION);
+    struct utsname u;
+    if (uname(&u) == 0)
+        snprintf(env->host, sizeof env->host, "%s %s %s", u.nodename, u.sysname, u.machine);
+    char desc[400] = "";
+    dev->describe(desc, sizeof desc);
+    snprintf(env->devices, sizeof env->devices, "%s: %s", dev->name, desc);
+    snprintf(env->toolkit, sizeof env->toolkit, "%s", desc);
+    size_t k = (size_t)snprintf(env->command_line, sizeof env->command_line, "%s", prog);
+    for (int i = 0; i < argc && k < sizeof env->command_line; i++)
+        k += (size_t)snprintf(env->command_line + k, sizeof env->command_line - k, " %s", argv[i]);
+}
+

@@ -1,0 +1,504 @@
+/* report_read.c — reads report.json, or the results.jsonl of a killed run,
+ * back into results: for `swadiff merge` and for the recovery of a killed
+ * run.  Errors name the file, the place and what was expected.
+ * Layout: cases/schema/report.schema.json.
+ *
+ * Test: tests/test_report_json.c (round trip, merge).
+ */
+#include "harness/report.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- reading ------------------------------------------------------------------ */
+
+typedef struct reader {
+    const char *where; /* "file: cases[3]" */
+    swa_error *err;
+    bool failed;
+} reader;
+
+static const cJSON *need(reader *rd, const cJSON *obj, const char *key, const char *what)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!it && !rd->failed) {
+        swa_error_set(rd->err, SWA_ERR_INVALID, "%s: missing \"%s\" (expected %s)", rd->where, key, what);
+        rd->failed = true;
+    }
+    return it;
+}
+
+static void type_error(reader *rd, const char *key, const char *what)
+{
+    if (!rd->failed)
+        swa_error_set(rd->err, SWA_ERR_INVALID, "%s: \"%s\": expected %s", rd->where, key, what);
+    rd->failed = true;
+}
+
+static double read_real_item(reader *rd, const cJSON *it, const char *key)
+{
+    if (cJSON_IsNumber(it))
+        return it->valuedouble;
+    if (cJSON_IsString(it)) {
+        if (!strcmp(it->valuestring, "NaN")) return NAN;
+        if (!strcmp(it->valuestring, "Infinity")) return INFINITY;
+        if (!strcmp(it->valuestring, "-Infinity")) return -INFINITY;
+    }
+    type_error(rd, key, "a number or \"NaN\", \"Infinity\", \"-Infinity\"");
+    return NAN;
+}
+
+static double get_real(reader *rd, const cJSON *obj, const char *key)
+{
+    const cJSON *it = need(rd, obj, key, "a number");
+    return it ? read_real_item(rd, it, key) : NAN;
+}
+
+static long long get_int(reader *rd, const cJSON *obj, const char *key)
+{
+    const cJSON *it = need(rd, obj, key, "an integer");
+    if (!it)
+        return 0;
+    if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble)) {
+        type_error(rd, key, "an integer");
+        return 0;
+    }
+    return (long long)it->valuedouble;
+}
+
+static bool get_bool(reader *rd, const cJSON *obj, const char *key)
+{
+    const cJSON *it = need(rd, obj, key, "true or false");
+    if (it && !cJSON_IsBool(it))
+        type_error(rd, key, "true or false");
+    return it && cJSON_IsTrue(it);
+}
+
+/* string into buf; null reads as "" when nullable */
+static void get_string(reader *rd, const cJSON *obj, const char *key, char *buf, size_t n, bool nullable)
+{
+    const cJSON *it = need(rd, obj, key, "a string");
+    buf[0] = '\0';
+    if (!it)
+        return;
+    if (nullable && cJSON_IsNull(it))
+        return;
+    if (!cJSON_IsString(it)) {
+        type_error(rd, key, nullable ? "a string or null" : "a string");
+        return;
+    }
+    snprintf(buf, n, "%s", it->valuestring);
+}
+
+static const cJSON *get_object(reader *rd, const cJSON *obj, const char *key, bool nullable)
+{
+    const cJSON *it = need(rd, obj, key, "an object");
+    if (!it || (nullable && cJSON_IsNull(it)))
+        return NULL;
+    if (!cJSON_IsObject(it)) {
+        type_error(rd, key, nullable ? "an object or null" : "an object");
+        return NULL;
+    }
+    return it;
+}
+
+static swa_index get_index(reader *rd, const cJSON *obj, const char *key)
+{
+    swa_index ix = {-1, -1, -1, -1, -1};
+    const cJSON *o = get_object(rd, obj, key, true);
+    if (!o)
+        return ix;
+    ix.request = (int)get_int(rd, o, "request");
+    ix.row = (int)get_int(rd, o, "row");
+    ix.position = (int)get_int(rd, o, "position");
+    ix.head = (int)get_int(rd, o, "head");
+    ix.dim = cJSON_GetObjectItemCaseSensitive(o, "dim") ? (int)get_int(rd, o, "dim") : -1;
+    return ix;
+}
+
+static void get_region(reader *rd, const cJSON *o, swa_region_stats *s)
+{
+    if (!o)
+        return;
+    s->count = get_int(rd, o, "count");
+    s->mismatched = get_int(rd, o, "mismatched");
+    s->max_abs_diff = get_real(rd, o, "max_abs_diff");
+}
+
+static void read_matrix(reader *rd, const cJSON *m, swa_compare_result *c)
+{
+    int rows = (int)get_int(rd, m, "rows"), heads = (int)get_int(rd, m, "heads");
+    int bin = (int)get_int(rd, m, "row_bin");
+    const cJSON *values = need(rd, m, "values", "an array of rows");
+    const cJSON *req = need(rd, m, "row_request", "an array of integers");
+    const cJSON *edge = need(rd, m, "row_past_edge", "an array of integers");
+    if (rd->failed)
+        return;
+    if (rows < 0 || heads < 0 || bin < 1 || !cJSON_IsArray(values) || cJSON_GetArraySize(values) != rows ||
+        !cJSON_IsArray(req) || cJSON_GetArraySize(req) != rows || !cJSON_IsArray(edge) ||
+        cJSON_GetArraySize(edge) != rows) {
+        type_error(rd, "row_head_ratio", "rows x heads values with one row_request and row_past_edge per row");
+        return;
+    }
+    if (swa_compare_result_alloc_matrix(c, rows, heads) != 0) {
+        swa_error_set(rd->err, SWA_ERR_NOMEM, "%s: no memory for a %d x %d matrix", rd->where, rows, heads);
+        rd->failed = true;
+        return;
+    }
+    c->row_bin = bin;
+    int i = 0;
+    for (const cJSON *row = values->child; row; row = row->next, i++) {
+        if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != heads) {
+            type_error(rd, "row_head_ratio", "each row of values to hold one number per head");
+            return;
+        }
+        int h = 0;
+        for (const cJSON *v = row->child; v; v = v->next, h++)
+            c->row_head_ratio[(size_t)i * heads + h] = (float)read_real_item(rd, v, "row_head_ratio");
+        c->row_request[i] = cJSON_IsNumber(cJSON_GetArrayItem(req, i)) ? cJSON_GetArrayItem(req, i)->valueint : 0;
+        c->row_past_edge[i] = cJSON_IsNumber(cJSON_GetArrayItem(edge, i)) ? cJSON_GetArrayItem(edge, i)->valueint : 0;
+    }
+}
+
+static int dtype_from_name(const char *s)
+{
+    return !strcmp(s, "fp16") ? SWA_DTYPE_FP16 : !strcmp(s, "bf16") ? SWA_DTYPE_BF16 : !strcmp(s, "fp32") ? SWA_DTYPE_FP32 : -1;
+}
+
+static int outcome_from_name(const char *s)
+{
+    for (int o = SWA_OUTCOME_PASSED; o <= SWA_OUTCOME_SKIPPED; o++)
+        if (!strcmp(s, swa_outcome_name((swa_outcome)o)))
+            return o;
+    return -1;
+}
+
+swa_status swa_report_case_from_json(const cJSON *obj, const char *where, swa_result *r, swa_error *err)
+{
+    reader rd = {where, err, false};
+    memset(r, 0, sizeof *r);
+    if (!cJSON_IsObject(obj))
+        return swa_error_set(err, SWA_ERR_INVALID, "%s: expected a case object", where);
+    char buf[64];
+    get_string(&rd, obj, "id", r->id, sizeof r->id, false);
+    get_string(&rd, obj, "file", r->file, sizeof r->file, false);
+    get_string(&rd, obj, "backend", r->backend, sizeof r->backend, false);
+    get_string(&rd, obj, "device", r->device, sizeof r->device, false);
+    get_string(&rd, obj, "dtype", buf, sizeof buf, false);
+    if (!rd.failed && dtype_from_name(buf) < 0)
+        type_error(&rd, "dtype", "\"fp16\", \"bf16\" or \"fp32\"");
+    r->dtype = (swa_dtype)(dtype_from_name(buf) < 0 ? 0 : dtype_from_name(buf));
+    get_string(&rd, obj, "mutant", r->mutant, sizeof r->mutant, true);
+    get_string(&rd, obj, "outcome", buf, sizeof buf, false);
+    if (!rd.failed && outcome_from_name(buf) < 0)
+        type_error(&rd, "outcome", "\"passed\", \"failed\", \"error\" or \"skipped\"");
+    r->outcome = (swa_outcome)(outcome_from_name(buf) < 0 ? 0 : outcome_from_name(buf));
+    r->duration = get_real(&rd, obj, "duration");
+    const cJSON *shape = get_object(&rd, obj, "shape", false);
+    if (shape) {
+        r->num_requests = (int)get_int(&rd, shape, "num_requests");
+        r->total_qo = (int)get_int(&rd, shape, "total_qo");
+        r->num_qo_heads = (int)get_int(&rd, shape, "num_qo_heads");
+        r->num_kv_heads = (int)get_int(&rd, shape, "num_kv_heads");
+        r->head_dim = (int)get_int(&rd, shape, "head_dim");
+        r->window_left = (int)get_int(&rd, shape, "window_left");
+    }
+    const cJSON *tol = get_object(&rd, obj, "tolerance", false);
+    if (tol) {
+        get_string(&rd, tol, "mode", buf, sizeof buf, false);
+        r->tol.mode = !strcmp(buf, "abs_rel") ? SWA_TOL_ABS_REL : !strcmp(buf, "baseline") ? SWA_TOL_BASELINE : SWA_TOL_DEFAULT;
+        if (!rd.failed && strcmp(buf, "abs_rel") && strcmp(buf, "baseline") && strcmp(buf, "default"))
+            type_error(&rd, "mode", "\"default\", \"abs_rel\" or \"baseline\"");
+        r->tol.atol = get_real(&rd, tol, "atol");
+        r->tol.rtol = get_real(&rd, tol, "rtol");
+        const cJSON *f = need(&rd, tol, "factor", "a number or null");
+        r->tol.factor = f && !cJSON_IsNull(f) ? read_real_item(&rd, f, "factor") : 0;
+        r->tol.lse_atol = get_real(&rd, tol, "lse_atol");
+        r->tol.equal_nan = get_bool(&rd, tol, "equal_nan");
+    }
+    const cJSON *m = get_object(&rd, obj, "mismatch", true);
+    swa_compare_result *c = &r->cmp;
+    if (m) {
+        r->has_compare = true;
+        c->tol_mode = r->tol.mode;
+        c->atol = r->tol.atol;
+        c->rtol = r->tol.rtol;
+        c->factor = r->tol.factor;
+        c->mismatched = get_int(&rd, m, "count");
+        c->total = get_int(&rd, m, "total");
+        c->ratio = get_real(&rd, m, "ratio");
+        const cJSON *abs = get_object(&rd, m, "max_abs_diff", false);
+        if (abs) {
+            c->max_abs_diff = get_real(&rd, abs, "value");
+            c->max_abs_index = get_index(&rd, abs, "index");
+            c->max_abs_allowed = get_real(&rd, abs, "allowed");
+        }
+        const cJSON *rel = get_object(&rd, m, "max_rel_diff", false);
+        if (rel) {
+            c->max_rel_diff = get_real(&rd, rel, "value");
+            c->max_rel_index = get_index(&rd, rel, "index");
+            c->max_rel_allowed = get_real(&rd, rel, "allowed");
+        }
+        const cJSON *nan = get_object(&rd, m, "nan", false), *inf = get_object(&rd, m, "inf", false);
+        if (nan) {
+            c->nan_actual = get_int(&rd, nan, "actual");
+            c->nan_expected = get_int(&rd, nan, "expected");
+        }
+        if (inf) {
+            c->inf_actual = get_int(&rd, inf, "actual");
+            c->inf_expected = get_int(&rd, inf, "expected");
+        }
+        c->unwritten = get_int(&rd, m, "unwritten");
+        const cJSON *guard = get_object(&rd, m, "guard", false);
+        if (guard) {
+            c->guard_violation = get_bool(&rd, guard, "violation");
+            get_string(&rd, guard, "message", c->guard_message, sizeof c->guard_message, true);
+        }
+        const cJSON *regions = get_object(&rd, m, "regions", false);
+        if (regions) {
+            get_region(&rd, get_object(&rd, regions, "window_binds", false), &c->window_binds);
+            get_region(&rd, get_object(&rd, regions, "window_free", false), &c->window_free);
+            const cJSON *edge = need(&rd, regions, "past_edge", "an array");
+            if (edge && (!cJSON_IsArray(edge) || cJSON_GetArraySize(edge) != SWA_DIST_BUCKETS))
+                type_error(&rd, "past_edge", "an array of 6 buckets (1, 2, 3-4, 5-8, 9-16, >16)");
+            else if (edge)
+                for (int b = 0; b < SWA_DIST_BUCKETS; b++)
+                    get_region(&rd, cJSON_GetArrayItem(edge, b), &c->past_edge[b]);
+        }
+        const cJSON *worst = need(&rd, m, "worst", "an array");
+        if (worst && !cJSON_IsArray(worst))
+            type_error(&rd, "worst", "an array");
+        for (const cJSON *w = worst ? worst->child : NULL; w && c->worst_count < SWA_WORST_K; w = w->next) {
+            swa_elem *e = &c->worst[c->worst_count++];
+            e->index = get_index(&rd, w, "index");
+            e->actual = get_real(&rd, w, "actual");
+            e->expected = get_real(&rd, w, "expected");
+            e->abs_diff = get_real(&rd, w, "abs_diff");
+            e->allowed = get_real(&rd, w, "allowed");
+        }
+        const cJSON *matrix = get_object(&rd, m, "row_head_ratio", true);
+        c->row_bin = 1;
+        if (matrix && !rd.failed)
+            read_matrix(&rd, matrix, c);
+        const cJSON *lse = get_object(&rd, obj, "lse", true);
+        if (lse) {
+            c->lse_compared = true;
+            c->lse_mismatched = get_int(&rd, lse, "count");
+            c->lse_total = get_int(&rd, lse, "total");
+            c->lse_unwritten = get_int(&rd, lse, "unwritten");
+            c->lse_nonfinite = get_int(&rd, lse, "nonfinite");
+            const cJSON *labs = get_object(&rd, lse, "max_abs_diff", false);
+            if (labs) {
+                c->lse_max_abs_diff = get_real(&rd, labs, "value");
+                c->lse_max_index = get_index(&rd, labs, "index");
+                c->lse_max_abs_allowed = get_real(&rd, labs, "allowed");
+            }
+            c->lse_base = get_real(&rd, lse, "base");
+        }
+    }
+    get_string(&rd, obj, "message", r->message, sizeof r->message, false);
+    get_string(&rd, obj, "diagnosis", r->diagnosis, sizeof r->diagnosis, true);
+    const cJSON *warnings = need(&rd, obj, "warnings", "an array of strings");
+    if (warnings && !cJSON_IsArray(warnings))
+        type_error(&rd, "warnings", "an array of strings");
+    size_t len = 0;
+    for (const cJSON *w = warnings ? warnings->child : NULL; w; w = w->next) {
+        if (!cJSON_IsString(w)) {
+            type_error(&rd, "warnings", "an array of strings");
+            break;
+        }
+        int n = snprintf(r->warnings + len, sizeof r->warnings - len, "%s%s", len ? "\n" : "", w->valuestring);
+        if (n < 0 || (size_t)n >= sizeof r->warnings - len)
+            break;
+        len += (size_t)n;
+    }
+    get_string(&rd, obj, "reproduce", r->reproduce, sizeof r->reproduce, false);
+    if (rd.failed) {
+        swa_compare_result_free(c);
+        return err ? err->status : SWA_ERR_INVALID;
+    }
+    return SWA_OK;
+}
+
+static swa_status read_environment(const cJSON *root, const char *where, swa_run_results *rr, swa_error *err)
+{
+    reader rd = {where, err, false};
+    const cJSON *env = get_object(&rd, root, "environment", false);
+    if (!env)
+        return err->status;
+    swa_environment *e = &rr->env;
+    get_string(&rd, env, "harness_version", e->harness_version, sizeof e->harness_version, false);
+    get_string(&rd, env, "git_revision", e->git_revision, sizeof e->git_revision, false);
+    get_string(&rd, env, "toolkit", e->toolkit, sizeof e->toolkit, false);
+    get_string(&rd, env, "host", e->host, sizeof e->host, false);
+    get_string(&rd, env, "command_line", e->command_line, sizeof e->command_line, false);
+    const cJSON *devices = need(&rd, env, "devices", "an array of strings");
+    size_t len = 0;
+    for (const cJSON *d = devices && cJSON_IsArray(devices) ? devices->child : NULL; d; d = d->next)
+        if (cJSON_IsString(d) && len < sizeof e->devices) {
+            int n = snprintf(e->devices + len, sizeof e->devices - len, "%s%s", len ? "\n" : "", d->valuestring);
+            len += n > 0 ? (size_t)n : 0;
+        }
+    const cJSON *created = cJSON_GetObjectItemCaseSensitive(root, "created_unix");
+    if (cJSON_IsNumber(created))
+        rr->started = created->valuedouble;
+    return rd.failed ? err->status : SWA_OK;
+}
+
+static void line_column(const char *text, const char *at, int *line, int *column)
+{
+    *line = 1;
+    *column = 1;
+    for (const char *p = text; p < at && *p; p++) {
+        if (*p == '\n') {
+            (*line)++;
+            *column = 1;
+        } else {
+            (*column)++;
+        }
+    }
+}
+
+static bool version_supported(const cJSON *root)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "report_version");
+    return cJSON_IsString(v) && !strncmp(v->valuestring, "1.", 2);
+}
+
+static swa_status add_cases(const cJSON *cases, const char *path, swa_run_results *rr, swa_error *err)
+{
+    int i = 0;
+    for (const cJSON *c = cases->child; c; c = c->next, i++) {
+        char where[SWA_PATH_MAX + 32];
+        snprintf(where, sizeof where, "%s: cases[%d]", path, i);
+        swa_result r;
+        swa_status st = swa_report_case_from_json(c, where, &r, err);
+        if (st != SWA_OK)
+            return st;
+        if (swa_run_results_add(rr, &r) != 0) {
+            swa_compare_result_free(&r.cmp);
+            return swa_error_set(err, SWA_ERR_NOMEM, "%s: no memory", where);
+        }
+    }
+    return SWA_OK;
+}
+
+swa_status swa_report_read(const char *path, swa_run_results *rr, swa_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return swa_error_set(err, SWA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    char *text = malloc(cap);
+    size_t n;
+    while (text && (n = fread(text + len, 1, cap - len - 1, f)) > 0) {
+        len += n;
+        if (cap - len - 1 == 0) {
+            char *t = realloc(text, cap * 2);
+            if (!t) {
+                free(text);
+                text = NULL;
+                break;
+            }
+            text = t;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (!text)
+        return swa_error_set(err, SWA_ERR_NOMEM, "%s: no memory to read the file", path);
+    text[len] = '\0';
+
+    const bool empty_rr = rr->count == 0 && !rr->env.harness_version[0];
+    const char *end = NULL;
+    cJSON *first = cJSON_ParseWithLengthOpts(text, len, &end, false);
+    swa_status st = SWA_OK;
+    int line, column;
+    if (!first) {
+        line_column(text, cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : text, &line, &column);
+        st = swa_error_set(err, SWA_ERR_INVALID, "%s:%d:%d: not valid JSON (expected a report.json or results.jsonl)",
+                           path, line, column);
+        goto done;
+    }
+    if (!version_supported(first)) {
+        st = swa_error_set(err, SWA_ERR_INVALID, "%s: \"report_version\": expected \"1.x\" (this reader knows %s)", path,
+                           SWA_REPORT_VERSION);
+        cJSON_Delete(first);
+        goto done;
+    }
+    if (empty_rr) {
+        st = read_environment(first, path, rr, err);
+        if (st != SWA_OK) {
+            cJSON_Delete(first);
+            goto done;
+        }
+    }
+    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(first, "cases");
+    if (cases) { /* report.json */
+        if (!cJSON_IsArray(cases)) {
+            st = swa_error_set(err, SWA_ERR_INVALID, "%s: \"cases\": expected an array", path);
+        } else {
+            st = add_cases(cases, path, rr, err);
+            if (st == SWA_OK && empty_rr) {
+                const cJSON *d = cJSON_GetObjectItemCaseSensitive(first, "duration");
+                const cJSON *x = cJSON_GetObjectItemCaseSensitive(first, "exitcode");
+                rr->duration = cJSON_IsNumber(d) ? d->valuedouble : 0;
+                rr->exitcode = cJSON_IsNumber(x) ? x->valueint : 0;
+            }
+        }
+        cJSON_Delete(first);
+        goto done;
+    }
+    cJSON_Delete(first);
+    /* results.jsonl: one case object per line after the header; the last
+     * line of a killed run may be cut short, and is left out */
+    for (const char *p = end; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        bool blank = true;
+        for (size_t i = 0; i < n; i++)
+            if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r')
+                blank = false;
+        if (!blank) {
+            cJSON *obj = cJSON_ParseWithLength(p, n);
+            line_column(text, p, &line, &column);
+            if (!obj) {
+                if (!nl) {
+                    fprintf(stderr, "%s:%d: last line is incomplete (run killed while writing?): left out\n", path, line);
+                    break;
+                }
+                st = swa_error_set(err, SWA_ERR_INVALID, "%s:%d: not a valid JSON line", path, line);
+                goto done;
+            }
+            char where[SWA_PATH_MAX + 32];
+            snprintf(where, sizeof where, "%s:%d", path, line);
+            swa_result r;
+            st = swa_report_case_from_json(obj, where, &r, err);
+            cJSON_Delete(obj);
+            if (st != SWA_OK)
+                goto done;
+            if (swa_run_results_add(rr, &r) != 0) {
+                swa_compare_result_free(&r.cmp);
+                st = swa_error_set(err, SWA_ERR_NOMEM, "%s: no memory", where);
+                goto done;
+            }
+        }
+        p += n + (nl ? 1 : 0);
+    }
+    if (empty_rr) {
+        /* a killed run never wrote its duration: the results' own time is
+         * the best lower bound there is */
+        rr->duration = 0;
+        for (int i = 0; i < rr->count; i++)
+            if (isfinite(rr->items[i].duration) && rr->items[i].duration > 0)
+                rr->duration += rr->items[i].duration;
+        rr->exitcode = swa_run_results_summary(rr, NULL, NULL, NULL, NULL);
+    }
+done:
+    free(text);
+    return st;
+}

@@ -1,0 +1,254 @@
+/* report_text.c — what every report writer shares: escaping for HTML, XML,
+ * Markdown and JSON (UTF-8 sanitising), the order results are listed in,
+ * a result's severity, and ISO 8601 time stamps.
+ *
+ * Test: tests/test_report_json.c (escaping, ordering), tests/fuzz/fuzz_escape.c.
+ */
+#include "harness/report_text.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void swa_report_iso8601(double t, char *buf, size_t n)
+{
+    time_t s = (time_t)t;
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* ---- escaping --------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid
+ * (overlong forms, surrogates, > U+10FFFF, truncated). */
+static int utf8_valid_len(const unsigned char *s, unsigned *cp)
+{
+    unsigned c = s[0];
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    }
+    int n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (!n)
+        return 0;
+    unsigned v = c & (0x7f >> n);
+    for (int i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        v = (v << 6) | (s[i] & 0x3f);
+    }
+    if ((n == 3 && v < 0x800) || (n == 4 && (v < 0x10000 || v > 0x10ffff)) || (v >= 0xd800 && v <= 0xdfff))
+        return 0;
+    *cp = v;
+    return n;
+}
+
+typedef struct strbuf {
+    char *data;
+    size_t len, cap;
+    bool failed;
+} strbuf;
+
+static void sb_put(strbuf *b, const char *s, size_t n)
+{
+    if (b->failed)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *d = realloc(b->data, cap);
+        if (!d) {
+            b->failed = true;
+            return;
+        }
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+static char *sb_finish(strbuf *b)
+{
+    if (b->failed) {
+        free(b->data);
+        return NULL;
+    }
+    if (!b->data)
+        return strdup("");
+    return b->data;
+}
+
+static const char REPLACEMENT[] = "\xef\xbf\xbd"; /* U+FFFD */
+
+char *swa_html_escape(const char *s)
+{
+    strbuf b = {0};
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        unsigned cp;
+        int n = utf8_valid_len(p, &cp);
+        if (!n) {
+            sb_put(&b, REPLACEMENT, 3);
+            p++;
+            continue;
+        }
+        switch (cp) {
+        case '&': sb_put(&b, "&amp;", 5); break;
+        case '<': sb_put(&b, "&lt;", 4); break;
+        case '>': sb_put(&b, "&gt;", 4); break;
+        case '"': sb_put(&b, "&quot;", 6); break;
+        case '\'': sb_put(&b, "&#39;", 5); break;
+        default:
+            if ((cp < 0x20 && cp != '\t' && cp != '\n') || cp == 0x7f)
+                sb_put(&b, REPLACEMENT, 3);
+            else
+                sb_put(&b, (const char *)p, (size_t)n);
+        }
+        p += n;
+    }
+    return sb_finish(&b);
+}
+
+char *swa_utf8_sanitize(const char *s)
+{
+    strbuf b = {0};
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        unsigned cp;
+        int n = utf8_valid_len(p, &cp);
+        if (!n) {
+            sb_put(&b, REPLACEMENT, 3);
+            p++;
+        } else {
+            sb_put(&b, (const char *)p, (size_t)n);
+            p += n;
+        }
+    }
+    return sb_finish(&b);
+}
+
+char *swa_xml_escape(const char *s, bool attr)
+{
+    strbuf b = {0};
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    char tmp[16];
+    while (*p) {
+        unsigned cp;
+        int n = utf8_valid_len(p, &cp);
+        if (!n) { /* not UTF-8: show the byte, XML cannot carry it */
+            snprintf(tmp, sizeof tmp, "\\x%02X", *p);
+            sb_put(&b, tmp, strlen(tmp));
+            p++;
+            continue;
+        }
+        switch (cp) {
+        case '&': sb_put(&b, "&amp;", 5); break;
+        case '<': sb_put(&b, "&lt;", 4); break;
+        case '>': sb_put(&b, "&gt;", 4); break; /* also keeps "]]>" out */
+        case '"': sb_put(&b, "&quot;", 6); break;
+        case '\'': sb_put(&b, "&apos;", 6); break;
+        case '\t': case '\n': case '\r':
+            if (attr) {
+                snprintf(tmp, sizeof tmp, "&#%u;", cp);
+                sb_put(&b, tmp, strlen(tmp));
+            } else {
+                sb_put(&b, (const char *)p, 1);
+            }
+            break;
+        default:
+            if (cp < 0x20 || cp == 0x7f) { /* forbidden (or discouraged) in XML 1.0 */
+                snprintf(tmp, sizeof tmp, "\\x%02X", cp);
+                sb_put(&b, tmp, strlen(tmp));
+            } else if (cp == 0xfffe || cp == 0xffff) {
+                sb_put(&b, REPLACEMENT, 3);
+            } else {
+                sb_put(&b, (const char *)p, (size_t)n);
+            }
+        }
+        p += n;
+    }
+    return sb_finish(&b);
+}
+
+char *swa_markdown_cell(const char *s)
+{
+    strbuf b = {0};
+    for (const char *p = s ? s : ""; *p; p++) {
+        if (*p == '|')
+            sb_put(&b, "\\|", 2);
+        else if (*p == '`')
+            sb_put(&b, "\\`", 2);
+        else if (*p == '<')
+            sb_put(&b, "&lt;", 4); /* GitHub renders some HTML in summaries */
+        else if (*p == '\n' || *p == '\r' || (unsigned char)*p < 0x20 || *p == 0x7f)
+            sb_put(&b, " ", 1);
+        else
+            sb_put(&b, p, 1);
+    }
+    return sb_finish(&b);
+}
+
+/* ---- ordering ---------------------------------------------------------------- */
+
+double swa_result_severity(const swa_result *r)
+{
+    if (!r->has_compare)
+        return 0;
+    const swa_compare_result *c = &r->cmp;
+    if (c->guard_violation || c->unwritten || c->lse_unwritten || c->lse_nonfinite)
+        return INFINITY;
+    double worst = 0;
+    if (c->worst_count)
+        worst = c->worst[0].allowed > 0 ? c->worst[0].abs_diff / c->worst[0].allowed : INFINITY;
+    if (c->worst_count && isnan(c->worst[0].abs_diff))
+        worst = INFINITY;
+    if (c->lse_compared && c->lse_max_abs_allowed > 0) {
+        double l = c->lse_max_abs_diff / c->lse_max_abs_allowed;
+        if (l > worst)
+            worst = l;
+    }
+    return worst;
+}
+
+static int outcome_rank(swa_outcome o)
+{
+    return o == SWA_OUTCOME_FAILED ? 0 : o == SWA_OUTCOME_ERROR ? 1 : o == SWA_OUTCOME_SKIPPED ? 2 : 3;
+}
+
+static const swa_run_results *order_rr; /* qsort has no context argument in C11 */
+
+static int order_cmp(const void *a, const void *b)
+{
+    const swa_result *x = &order_rr->items[*(const int *)a], *y = &order_rr->items[*(const int *)b];
+    int rx = outcome_rank(x->outcome), ry = outcome_rank(y->outcome);
+    if (rx != ry)
+        return rx - ry;
+    double mx = x->has_compare ? x->cmp.ratio : 0, my = y->has_compare ? y->cmp.ratio : 0;
+    if (mx != my)
+        return mx > my ? -1 : 1;
+    double sx = swa_result_severity(x), sy = swa_result_severity(y);
+    if (sx != sy)
+        return sx > sy ? -1 : 1;
+    int c = strcmp(x->id, y->id);
+    if (c)
+        return c;
+    c = strcmp(x->backend, y->backend);
+    if (c)
+        return c;
+    return *(const int *)a - *(const int *)b;
+}
+
+void swa_report_order(const swa_run_results *rr, int *idx)
+{
+    for (int i = 0; i < rr->count; i++)
+        idx[i] = i;
+    order_rr = rr;
+    qsort(idx, (size_t)rr->count, sizeof *idx, order_cmp);
+    order_rr = NULL;
+}
