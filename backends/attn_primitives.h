@@ -42,7 +42,7 @@ SWA_HD static inline int swa_align_up(int x, int a) { return swa_ceil_div(x, a) 
 /* --------------------------------------------------------------------------
  * Positions and the mask. */
 
-/* Absolute position of query row i (bottom-right alignment, DESIGN §1).
+/* Absolute position of query row i (bottom-right alignment, docs/spec.md).
  * Mutant TOP_LEFT_ALIGN: p = i. */
 SWA_HD static inline int swa_query_pos(int kv_len, int qo_len, int i, swa_mutant m)
 {

@@ -1,4 +1,4 @@
-/* mutants.h — the known bug classes of DESIGN.md §9 as named mutants.
+/* mutants.h — the known bug classes of docs/bugs.md as named mutants.
  *
  * A mutant is switched on with `--mutant NAME`; it travels in the plan
  * (swa_*_plan.mutant) to where such a bug really lives: the host plan logic,
@@ -74,7 +74,7 @@ typedef enum {
 typedef struct swa_mutant_info {
     swa_mutant id;
     const char *name;
-    int bug_class;         /* DESIGN.md §9 class, 0 for none/robustness */
+    int bug_class;         /* docs/bugs.md class, 0 for none/robustness */
     const char *backends;  /* comma-separated backends it lives in */
     const char *what;
     const char *origin;

@@ -1,5 +1,5 @@
 /* plan.h — the plans the three backends build on the host, shared by every
- * device (DESIGN.md §4).  The host emulation (backends/host/) and the CUDA
+ * device (README (The backends)).  The host emulation (backends/host/) and the CUDA
  * kernels (backends/cuda/) execute exactly these work lists; that is how a
  * machine without a GPU exercises the same scheduling as the H200.
  *
@@ -185,7 +185,7 @@ typedef struct swa_decode_aiter_plan {
     swa_decode_fa2_plan *shadow; /* built at plan time; serves return_lse */
 } swa_decode_aiter_plan;
 
-/* The AITER window mapping (DESIGN.md §2), with its two seed-003 mutants. */
+/* The AITER window mapping (docs/window-conventions.md), with its two seed-003 mutants. */
 static inline int swa_aiter_sliding_window(int window_left, swa_mutant mutant)
 {
     if (window_left < 0) return 0;

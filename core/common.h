@@ -14,7 +14,7 @@
 
 #define SWADIFF_VERSION "0.1.0"
 
-/* Exit codes (DESIGN.md §7). */
+/* Exit codes (docs/spec.md). */
 enum {
     SWA_EXIT_OK = 0,        /* every case passed (skips allowed) */
     SWA_EXIT_MISMATCH = 1,  /* at least one case failed the comparison */

@@ -1,4 +1,4 @@
-/* data.c — deterministic inputs for a case (DESIGN.md §6).
+/* data.c — deterministic inputs for a case (README (Adding a case file)).
  *
  * Test: tests/test_data.c (known SplitMix64 outputs, determinism, rounding,
  * poison placement).

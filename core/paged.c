@@ -1,5 +1,5 @@
 /* paged.c — the paged KV cache a case's keys and values live in
- * (DESIGN.md §3), in both page-table forms: FlashInfer's
+ * (docs/spec.md), in both page-table forms: FlashInfer's
  * indptr/indices/last_page_len and AITER/vLLM's block_tables/context_lens.
  *
  * Test: tests/test_paged.c (gather round trips for page sizes 1, 7, 16 and

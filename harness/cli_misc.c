@@ -22,7 +22,7 @@ static int bench_usage(FILE *f)
             "             plain cblas_dgemm on this machine (Gemma-3-1B prefill, Mistral decode).\n"
             "--device cuda: kernel time with CUDA events over working sets beyond L2; GB/s for\n"
             "             decode (window bytes), TFLOP/s for prefill (visible pairs), next to\n"
-            "             the H200 ceilings of DESIGN.md section 10.\n"
+            "             the H200 ceilings of README (Kernels and speed).\n"
             "Options after the mode are passed to it (`swadiff bench --reference --help`).\n");
     return f == stdout ? SWA_EXIT_OK : SWA_EXIT_USAGE;
 }

@@ -1,5 +1,5 @@
 /* compare.c — element-by-element comparison of a backend's output with the
- * double reference, and the statistics every report prints (DESIGN.md §5).
+ * double reference, and the statistics every report prints (docs/spec.md).
  *
  * Test: tests/test_compare.c (exact counts for constructed mismatches,
  * NaN/Inf rules, guards, unwritten elements, regions, LSE base, baseline).
@@ -54,7 +54,7 @@
  * and still fits.
  * The bugs this harness exists for are orders of magnitude larger: seed 000
  * saw max abs diff 0.40 (bf16), an off-by-one window over 5 visible keys
- * moves an output by ~0.2, and poisoned keys (DESIGN §6) make any leak
+ * moves an output by ~0.2, and poisoned keys (README (Adding a case file)) make any leak
  * dominate.  An off-by-one over a 1024-key window moves outputs by ~1e-3,
  * inside bf16 noise: no tolerance catches that, which is why the case library
  * carries small windows and poison cases rather than tighter tolerances.

@@ -1,5 +1,5 @@
 /* compare.h — element-by-element comparison of a backend's output with the
- * reference (DESIGN.md §5), and the statistics the reports print.
+ * reference (docs/spec.md), and the statistics the reports print.
  *
  * Rule: |actual - expected| <= atol + rtol * |expected|, reference on the
  * right; NaN never equals unless tol.equal_nan; infinities must match in
@@ -74,7 +74,7 @@ typedef struct swa_compare_result {
     double factor;                /* SWA_TOL_BASELINE: the factor applied */
 } swa_compare_result;
 
-/* The element rule of DESIGN.md §5, reference on the right: NaN equals NaN
+/* The element rule of docs/spec.md, reference on the right: NaN equals NaN
  * only with equal_nan, an infinity must be matched exactly (same sign),
  * finite pairs pass within allowed (atol + rtol * |expected|, or the
  * baseline rule).  compare.c and explain.c both judge elements with it. */

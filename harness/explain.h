@@ -3,7 +3,7 @@
  * For a failing result, the backend's output is scored against reference
  * variants (window L-1, L+1, none, tile-granular start, request-anchored,
  * top-left alignment, soft cap before the mask or missing) and the variant
- * that matches is named (DESIGN.md §9).  Used by the run loop for every
+ * that matches is named (docs/bugs.md).  Used by the run loop for every
  * failing result and by `swadiff explain`. */
 #ifndef SWADIFF_EXPLAIN_H
 #define SWADIFF_EXPLAIN_H

@@ -126,7 +126,7 @@ swa_status swa_report_case_from_json(const struct cJSON *obj, const char *where,
 
 /* `swadiff merge OUT_DIR REPORT.json...` (argv[0] is "merge").  Combines shard
  * reports (report.json or results.jsonl) into one report set in OUT_DIR.
- * Returns the exit code of the combined run (0, 1 or 3; DESIGN §7), or 2 on
+ * Returns the exit code of the combined run (0, 1 or 3; docs/spec.md), or 2 on
  * a usage error or an unreadable input, with the reason on stderr. */
 int swa_merge_main(int argc, char **argv);
 

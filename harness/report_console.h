@@ -1,5 +1,5 @@
 /* report_console.h — what swadiff prints while it runs and when it is done
- * (DESIGN.md §7): a progress indicator on a terminal (plain progress lines
+ * (docs/spec.md): a progress indicator on a terminal (plain progress lines
  * otherwise), one line per failing (case, backend) with the first mismatch
  * line, a summary table, and the reproduce commands of the worst failures.
  * When GITHUB_STEP_SUMMARY is set, a Markdown summary is appended there.

@@ -73,7 +73,7 @@ extern "C" {
 /* Appends a copy of r (takes ownership of r->cmp's arrays). Returns 0 or -1. */
 int swa_run_results_add(swa_run_results *rr, swa_result *r);
 void swa_run_results_free(swa_run_results *rr);
-/* Counts per outcome; returns the exit code DESIGN.md §7 gives for them. */
+/* Counts per outcome; returns the exit code docs/spec.md gives for them. */
 int swa_run_results_summary(const swa_run_results *rr, int *passed, int *failed, int *error,
                             int *skipped);
 #ifdef __cplusplus

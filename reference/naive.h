@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-/* The spec's attention (DESIGN.md §1) by plain loops, double, one thread.
+/* The spec's attention (docs/spec.md) by plain loops, double, one thread.
  * lse may be NULL.  Returns SWA_OK, SWA_ERR_INVALID or SWA_ERR_NOMEM. */
 swa_status swa_reference_naive(const swa_case *c, const swa_inputs *in, double *out, double *lse,
                                swa_error *err);

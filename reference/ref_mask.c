@@ -1,4 +1,4 @@
-/* ref_mask.c — the masks the reference knows: the spec's (DESIGN.md §1)
+/* ref_mask.c — the masks the reference knows: the spec's (docs/spec.md)
  * and the buggy variants `explain` scores a failing output against (§9).
  *
  * Written from the spec text alone; nothing here is shared with backends/,

@@ -1,4 +1,4 @@
-/* reference.c — the CPU oracle (DESIGN.md §1) and its low-precision twin
+/* reference.c — the CPU oracle (docs/spec.md) and its low-precision twin
  * (§5, baseline-relative tolerance), on OpenBLAS.
  *
  * Work is cut into items (request, kv head, block of query rows).  An item

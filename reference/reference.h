@@ -1,4 +1,4 @@
-/* reference.h — the CPU oracle: exact sliding-window SDPA (DESIGN.md §1).
+/* reference.h — the CPU oracle: exact sliding-window SDPA (docs/spec.md).
  *
  * Computes in double on OpenBLAS (cblas_dgemm per (request, kv head), the
  * qo heads of the group stacked), then applies the exact per-element mask.

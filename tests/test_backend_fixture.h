@@ -2,7 +2,7 @@
  * without the harness's case loader or data generator: a tiny local PRNG
  * fills q/k/v (rounded to the dtype), a paged cache is built by hand with
  * shuffled pages and NaN-filled spare pages, and a plain double-precision
- * attention loop (the spec of DESIGN.md §1, written here independently of
+ * attention loop (the spec of docs/spec.md, written here independently of
  * the backends' mask code) gives the expected output and LSE.
  *
  * Included by tests/test_plan_*.c, tests/test_host_*.c and
@@ -223,7 +223,7 @@ static inline fx_variant fx_variant_spec(const swa_case *c)
     return v;
 }
 
-/* Attention in double, as plain loops (DESIGN.md §1), under variant v. */
+/* Attention in double, as plain loops (docs/spec.md), under variant v. */
 static inline void fx_reference_variant(const swa_case *c, const swa_inputs *in, const fx_variant *v, double *out,
                                         double *lse)
 {

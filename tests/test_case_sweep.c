@@ -225,7 +225,7 @@ Test(case_sweep, filter_globs)
     swa_case_list_free(&list);
 }
 
-/* The library carries what DESIGN.md §8 says every release must carry. */
+/* The library carries what README (Adding a case file) says every release must carry. */
 Test(case_sweep, library_carries_the_seed_cases)
 {
     swa_case_list list = load_library();

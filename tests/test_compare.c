@@ -124,7 +124,7 @@ Test(compare, exact_output_passes_with_margin)
 
 Test(compare, counts_constructed_mismatches_torch_wording)
 {
-    fixture f; /* 8 rows x 4 heads x 3 dims = 96, as the DESIGN example */
+    fixture f; /* 8 rows x 4 heads x 3 dims = 96, as the spec example */
     fixture_init(&f, SWA_DTYPE_FP32, 1, (int[]){8}, (int[]){8}, 4, 3, -1);
     write_exact(&f);
     double atol, rtol;

@@ -204,7 +204,7 @@ Test(data, values_are_rounded_draws)
     }
 }
 
-/* Visibility computed straight from DESIGN.md §1, independently of data.c. */
+/* Visibility computed straight from docs/spec.md, independently of data.c. */
 static bool key_visible_to_some_row(int qo_len, int kv_len, bool causal, int window_left, int key)
 {
     for (int row = 0; row < qo_len; row++) {

@@ -1,6 +1,6 @@
 /* test_detect.c — detection power on the host device: the seed-000
  * reproduction figures, and `explain` naming the right hypothesis for each
- * mutant of bug classes 1-5 and 8 (DESIGN.md §9).
+ * mutant of bug classes 1-5 and 8 (docs/bugs.md).
  *
  * Each test builds a case from inline JSON (the real loader), runs the
  * backend through the same pipeline as `swadiff run` (swa_run_one) with and

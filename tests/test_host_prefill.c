@@ -183,7 +183,7 @@ Test(host_prefill, mask_compiled_out_leaks_only_past_the_window)
 }
 
 /* ------------------------------------------------------------------------
- * Rows with no visible key (DESIGN §1): output 0, LSE -inf, never NaN —
+ * Rows with no visible key (docs/spec.md): output 0, LSE -inf, never NaN —
  * in the direct write, in a partial, and through the merge. */
 
 #include "backends/host/host_attend.h"

@@ -6,7 +6,7 @@
  *
  * The oracle below is deliberately dumb and shares nothing with
  * reference/: plain loops over every (row, head, key), its own
- * element-by-element visibility predicate written from DESIGN.md §1/§9 and
+ * element-by-element visibility predicate written from docs/spec.md; docs/bugs.md and
  * reference.h's variant definitions, its own PRNG and its own case
  * construction (swa_case / swa_inputs filled by hand; the case loader and
  * data generator are other modules).  The reference must agree with it to

@@ -1,5 +1,5 @@
 /* test_reference_lowp.c — the low-precision emulated reference used by the
- * baseline-relative tolerance mode (DESIGN.md §5).
+ * baseline-relative tolerance mode (docs/spec.md).
  *
  *   ctest --test-dir build -R test_reference_lowp --output-on-failure
  *

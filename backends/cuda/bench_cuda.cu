@@ -1,5 +1,5 @@
 /* bench_cuda.cu — `swadiff bench --device cuda`: kernel timings of the three
- * CUDA backends on the shapes of DESIGN.md §10, next to its ceilings.
+ * CUDA backends on the shapes of README (Kernels and speed), next to its ceilings.
  *
  *   swadiff bench --device cuda [--json PATH] [--iters N] [--quick]
  *
@@ -229,7 +229,7 @@ static swa_status bench_set_build(bench_set *s, const swa_case *c, uint64_t seed
     return SWA_OK;
 }
 
-/* Visible keys of query row i (spec of DESIGN §1) for work accounting and checks. */
+/* Visible keys of query row i (spec of docs/spec.md) for work accounting and checks. */
 static void visible_range(const bench_shape *b, int i, int *lo, int *hi)
 {
     int p = b->kv_len - b->qo_len + i;
@@ -488,7 +488,7 @@ static swa_status bench_copy_bandwidth(double *tbps, swa_error *err)
 // ----------------------------------------------------------------------------
 // command
 
-/* DESIGN.md §10 ceilings, one H200, measured there */
+/* README (Kernels and speed) ceilings, one H200, measured there */
 #define CEIL_COPY_TBPS 4.27
 #define CEIL_SDPA_DECODE_TBPS 4.37
 #define CEIL_FA2_PREFILL_TFLOPS 327.0
@@ -514,7 +514,7 @@ static const bench_shape bench_shapes[] = {
 static int bench_usage(FILE *f)
 {
     fprintf(f, "usage: swadiff bench --device cuda [--json PATH] [--iters N] [--quick] [--only SUBSTRING]\n"
-               "  times the CUDA kernels on the DESIGN.md section 10 shapes (CUDA events, median of N)\n");
+               "  times the CUDA kernels on the README (Kernels and speed) shapes (CUDA events, median of N)\n");
     return f == stdout ? SWA_EXIT_OK : SWA_EXIT_USAGE;
 }
 
@@ -557,7 +557,7 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
     double copy_tbps = 0;
     int rc = SWA_EXIT_OK;
     if (bench_copy_bandwidth(&copy_tbps, &err) == SWA_OK) {
-        printf("device-to-device copy: %.2f TB/s (read + write; DESIGN s10: %.2f)\n", copy_tbps, CEIL_COPY_TBPS);
+        printf("device-to-device copy: %.2f TB/s (read + write; README (Kernels and speed): %.2f)\n", copy_tbps, CEIL_COPY_TBPS);
         cJSON_AddNumberToObject(root, "measured_d2d_copy_tbps", copy_tbps);
     } else {
         printf("device-to-device copy: failed: %s\n", err.message);
@@ -612,8 +612,8 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
         cJSON_AddNumberToObject(item, "max_ms", res.max_ms);
         cJSON_AddNumberToObject(item, decode ? "bytes" : "flops", res.work);
         cJSON_AddNumberToObject(item, decode ? "gbps" : "tflops", rate);
-        cJSON_AddStringToObject(item, "ceiling", decode ? "device-to-device copy 4.27 TB/s (DESIGN s10)"
-                                                        : "PyTorch SDPA FA2 causal prefill 327 TFLOP/s (DESIGN s10)");
+        cJSON_AddStringToObject(item, "ceiling", decode ? "device-to-device copy 4.27 TB/s (README (Kernels and speed))"
+                                                        : "PyTorch SDPA FA2 causal prefill 327 TFLOP/s (README (Kernels and speed))");
         cJSON_AddNumberToObject(item, "pct_of_ceiling", 100.0 * rate / ceiling);
         if (!decode) cJSON_AddNumberToObject(item, "pct_of_cudnn", 100.0 * rate / CEIL_CUDNN_PREFILL_TFLOPS);
         if (decode && copy_tbps > 0) cJSON_AddNumberToObject(item, "pct_of_measured_copy", 100.0 * rate / (copy_tbps * 1000));
