@@ -76,6 +76,7 @@ typedef struct swa_plan_opts {
     int num_sms;            /* target occupancy for split decisions */
     swa_warn_fn warn;
     void *warn_ctx;
+    const struct swa_backend *backend; /* the backend being planned (external backends find their state) */
 } swa_plan_opts;
 
 typedef struct swa_run_opts {

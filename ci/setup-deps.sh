@@ -11,6 +11,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config git python3 python3-jsonschema
+  python3-numpy                     # the numpy adapters (adapters/) and their tests
   libopenblas-dev libcjson-dev libcriterion-dev
   clang libclang-rt-14-dev          # libFuzzer + sanitizer runtimes
   chromium                          # renders report.html in the test suite

@@ -2,9 +2,11 @@
  *
  * Tested end to end by tests/test_cli.c (exit codes, filters, shards). */
 #include <errno.h>
+#include <fnmatch.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -28,6 +30,15 @@ static int run_usage(FILE *f)
             "\n"
             "  -d, --device D      host | cuda | hip | auto (default auto: a GPU when usable)\n"
             "  -b, --backend B     only these backends (comma-separated): %s\n"
+            "                      or PLUGIN:BACKEND (a glob) of a --plugin / --adapter\n"
+            "      --plugin PATH   load a C plug-in (include/swadiff/plugin.h); its backends run\n"
+            "                      as NAME:BACKEND on every case (repeatable)\n"
+            "      --adapter NAME[=COMMAND]  start an out-of-process adapter\n"
+            "                      (docs/adapter-protocol.md); without =COMMAND, NAME is looked\n"
+            "                      up in the registry file (repeatable)\n"
+            "      --adapters FILE adapter registry (default $SWADIFF_ADAPTERS or\n"
+            "                      adapters/registry.json)\n"
+            "      --adapter-timeout SEC  longest an adapter may take to answer (default 600)\n"
             "  -f, --filter ID     only cases whose id equals ID or matches it as a glob\n"
             "                      (repeatable; a failing id pasted back reruns exactly it)\n"
             "  -r, --report DIR    write report.json, report.html, junit.xml (and\n"
@@ -59,9 +70,17 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         {"dump", required_argument, 0, 'D'},   {"timeout", required_argument, 0, 'T'},
         {"no-explain", no_argument, 0, 'E'},   {"quiet", no_argument, 0, 'q'},
         {"no-isolate", no_argument, 0, 'I'},   {"mutant-only", required_argument, 0, 'O'},
+        {"plugin", required_argument, 0, 'P'}, {"adapter", required_argument, 0, 'A'},
+        {"adapters", required_argument, 0, 'R'}, {"adapter-timeout", required_argument, 0, 'W'},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
     };
     const char *device_name = "auto", *report_dir = NULL, *dump_dir = NULL, *mutant_only = NULL;
+    const char *plugins[SWA_EXTERNAL_MAX], *adapters[SWA_EXTERNAL_MAX], *externals[SWA_EXTERNAL_MAX];
+    int nplugins = 0, nadapters = 0, nexternals = 0;
+    const char *registry = getenv("SWADIFF_ADAPTERS");
+    if (!registry || !*registry)
+        registry = "adapters/registry.json";
+    bool backends_selected = false;
     const char *filters[64];
     int nfilters = 0, shard_i = 1, shard_n = 1;
     unsigned backend_mask = 0;
@@ -74,15 +93,56 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
     while ((ch = getopt_long(argc, argv, "d:b:f:r:s:m:qh", opts, NULL)) != -1) {
         switch (ch) {
         case 'd': device_name = optarg; break;
-        case 'b':
-            backend_mask |= swa_cli_parse_backends(optarg, bad, sizeof bad);
-            if (!backend_mask) {
-                char names[256];
-                swa_backend_names_text(names, sizeof names);
-                fprintf(stderr, "swadiff run: --backend: unknown backend '%s' (expected %s)\n", bad, names);
-                return SWA_EXIT_USAGE;
+        case 'b': {
+            backends_selected = true;
+            char list[512];
+            snprintf(list, sizeof list, "%s", optarg);
+            for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                if (strchr(tok, ':')) { /* NS:BACKEND of a plug-in or adapter (a glob) */
+                    if (nexternals == SWA_EXTERNAL_MAX) {
+                        fprintf(stderr, "swadiff run: at most %d external --backend names\n", SWA_EXTERNAL_MAX);
+                        return SWA_EXIT_USAGE;
+                    }
+                    static char stored[SWA_EXTERNAL_MAX][160];
+                    snprintf(stored[nexternals], sizeof stored[nexternals], "%s", tok);
+                    externals[nexternals] = stored[nexternals];
+                    nexternals++;
+                    continue;
+                }
+                unsigned flag = swa_cli_parse_backends(tok, bad, sizeof bad);
+                if (!flag) {
+                    char names[256];
+                    swa_backend_names_text(names, sizeof names);
+                    fprintf(stderr, "swadiff run: --backend: unknown backend '%s' (expected %s, or PLUGIN:BACKEND "
+                                    "of a --plugin or --adapter)\n", bad, names);
+                    return SWA_EXIT_USAGE;
+                }
+                backend_mask |= flag;
             }
             break;
+        }
+        case 'P':
+        case 'A':
+            if ((ch == 'P' ? nplugins : nadapters) == SWA_EXTERNAL_MAX) {
+                fprintf(stderr, "swadiff run: at most %d --plugin / --adapter options\n", SWA_EXTERNAL_MAX);
+                return SWA_EXIT_USAGE;
+            }
+            if (ch == 'P')
+                plugins[nplugins++] = optarg;
+            else
+                adapters[nadapters++] = optarg;
+            break;
+        case 'R': registry = optarg; break;
+        case 'W': {
+            char *end;
+            double t = strtod(optarg, &end);
+            if (end == optarg || *end || !(t > 0)) {
+                fprintf(stderr, "swadiff run: --adapter-timeout %s: expected a positive number of seconds\n", optarg);
+                return SWA_EXIT_USAGE;
+            }
+            swa_external_set_reply_timeout(t);
+            break;
+        }
         case 'f':
             if (nfilters == 64) {
                 fprintf(stderr, "swadiff run: at most 64 --filter options\n");
@@ -123,6 +183,42 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         }
     }
 
+    /* plug-ins and adapters: probed here, loaded in the worker */
+    for (int i = 0; i < nplugins + nadapters; i++) {
+        swa_error err = {0};
+        char note[900] = "";
+        swa_status st;
+        if (i < nplugins) {
+            st = swa_external_add_plugin(plugins[i], note, sizeof note, &err);
+        } else {
+            const char *spec = adapters[i - nplugins], *eq = strchr(spec, '=');
+            if (eq) {
+                char name[64];
+                snprintf(name, sizeof name, "%.*s", (int)(eq - spec < 63 ? eq - spec : 63), spec);
+                st = swa_external_add_adapter(name, eq + 1, note, sizeof note, &err);
+            } else {
+                st = swa_external_add_adapter_from_registry(registry, spec, note, sizeof note, &err);
+            }
+        }
+        if (st != SWA_OK) {
+            fprintf(stderr, "swadiff run: %s: %s\n", i < nplugins ? "--plugin" : "--adapter", err.message);
+            return SWA_EXIT_USAGE;
+        }
+        if (!quiet)
+            fprintf(stderr, "swadiff: %s\n", note);
+    }
+    for (int g = 0; g < nexternals; g++) {
+        int n, matched = 0;
+        const swa_backend *const *ext = swa_external_backends(&n);
+        for (int i = 0; i < n; i++)
+            matched += fnmatch(externals[g], ext[i]->name, 0) == 0;
+        if (!matched) {
+            fprintf(stderr, "swadiff run: --backend %s: no --plugin or --adapter backend has that name%s\n",
+                    externals[g], n ? " (see the registered names above)" : " (none registered)");
+            return SWA_EXIT_USAGE;
+        }
+    }
+
     swa_case_list all = {0};
     int rc = swa_cli_load_cases(argc - optind, argv + optind, &all);
     if (rc) {
@@ -158,6 +254,7 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
 
     swa_run_config cfg = {
         .device = dev, .backend_mask = backend_mask, .mutant = mutant, .dump_dir = dump_dir,
+        .backends_selected = backends_selected, .external_globs = externals, .num_external_globs = nexternals,
         .timeout = timeout, .explain_failures = explain, .quiet = quiet, .no_isolate = no_isolate,
         .mutant_only = mutant_only,
         .argv0 = prog,

@@ -73,7 +73,10 @@ void swa_reproduce_command(const swa_run_config *cfg, const swa_case *c, const c
                      cfg->argv0 ? cfg->argv0 : "swadiff", file, id, backend,
                      cfg->device ? cfg->device->name : "host");
     if (cfg->mutant != SWA_MUTANT_NONE && k > 0 && (size_t)k < n)
-        snprintf(buf + k, n - (size_t)k, " --mutant %s", swa_mutant_get(cfg->mutant)->name);
+        k += snprintf(buf + k, n - (size_t)k, " --mutant %s", swa_mutant_get(cfg->mutant)->name);
+    const swa_backend *b = swa_backend_by_name(backend);
+    if (!b && k > 0 && (size_t)k < n) /* an external backend: register its provider again */
+        swa_external_options(buf + k, n - (size_t)k);
 }
 
 /* Host memory a case may take: SWADIFF_MAX_HOST_BYTES when set (tests,
@@ -254,6 +257,7 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
         .num_sms = cfg->device->num_sms(),
         .warn = collect_warning,
         .warn_ctx = &sink,
+        .backend = b,
     };
     void *plan = NULL;
     uint8_t *out_g = NULL, *lse_g = NULL;

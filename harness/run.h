@@ -9,6 +9,7 @@
 #define SWADIFF_RUN_H
 
 #include "backends/backend.h"
+#include "backends/external/external.h"
 #include "core/case.h"
 #include "core/data.h"
 #include "harness/results.h"
@@ -16,6 +17,10 @@
 typedef struct swa_run_config {
     const swa_device_ops *device;
     unsigned backend_mask;      /* 0: every backend the case names */
+    bool backends_selected;     /* --backend given: backend_mask is exact (0: no built-in) and
+                                 * only external backends matching external_globs run */
+    const char *const *external_globs; /* NS:BACKEND globs from --backend */
+    int num_external_globs;
     swa_mutant mutant;
     const char *mutant_only;    /* NULL, or an id glob: the mutant applies to matching cases only */
     const char *dump_dir;       /* NULL: no dump */

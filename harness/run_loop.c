@@ -37,7 +37,9 @@ typedef struct msg_header {
     int ratio_count; /* floats following a MSG_RESULT */
 } msg_header;
 
-/* The backends a case runs, in registry order, filtered by --backend. */
+/* The backends a case runs: the built-in ones it names, in registry order,
+ * then every registered external backend; both filtered by --backend. */
+#define MAX_CASE_BACKENDS (SWA_BACKEND_COUNT + SWA_EXTERNAL_MAX)
 static int case_backends(const swa_run_config *cfg, const swa_case *c, const swa_backend **out)
 {
     int n, k = 0;
@@ -45,9 +47,17 @@ static int case_backends(const swa_run_config *cfg, const swa_case *c, const swa
     for (int i = 0; i < n; i++) {
         if (!(c->backends & all[i]->flag))
             continue;
-        if (cfg->backend_mask && !(cfg->backend_mask & all[i]->flag))
+        if ((cfg->backend_mask || cfg->backends_selected) && !(cfg->backend_mask & all[i]->flag))
             continue;
         out[k++] = all[i];
+    }
+    const swa_backend *const *ext = swa_external_backends(&n);
+    for (int i = 0; i < n; i++) {
+        bool selected = !cfg->backends_selected;
+        for (int g = 0; !selected && g < cfg->num_external_globs; g++)
+            selected = fnmatch(cfg->external_globs[g], ext[i]->name, 0) == 0;
+        if (selected)
+            out[k++] = ext[i];
     }
     return k;
 }
@@ -143,7 +153,7 @@ static void worker_main(const swa_run_config *cfg, const swa_case_list *all, con
     const char *hang = getenv("SWADIFF_TEST_HANG");
     for (int s = sel0; s < nsel; s++) {
         const swa_case *c = &all->cases[selected[s]];
-        const swa_backend *bs[8];
+        const swa_backend *bs[MAX_CASE_BACKENDS];
         int nb = case_backends(cfg, c, bs);
         int first = s == sel0 ? b0 : 0;
         if (first >= nb)
@@ -215,7 +225,7 @@ static void record(loop_state *ls, swa_result *r)
 static void record_error(loop_state *ls, int sel, int b, const char *message)
 {
     const swa_case *c = &ls->all->cases[ls->selected[sel]];
-    const swa_backend *bs[8];
+    const swa_backend *bs[MAX_CASE_BACKENDS];
     int nb = case_backends(ls->cfg, c, bs);
     if (b >= nb)
         return;
@@ -229,7 +239,7 @@ static void record_error(loop_state *ls, int sel, int b, const char *message)
 static int count_pairs(const swa_run_config *cfg, const swa_case_list *all, const int *selected, int nsel)
 {
     int total = 0;
-    const swa_backend *bs[8];
+    const swa_backend *bs[MAX_CASE_BACKENDS];
     for (int s = 0; s < nsel; s++)
         total += case_backends(cfg, &all->cases[selected[s]], bs);
     return total;
@@ -239,7 +249,7 @@ static void run_in_process(loop_state *ls)
 {
     for (int s = 0; s < ls->nsel; s++) {
         const swa_case *c = &ls->all->cases[ls->selected[s]];
-        const swa_backend *bs[8];
+        const swa_backend *bs[MAX_CASE_BACKENDS];
         int nb = case_backends(ls->cfg, c, bs);
         if (!nb)
             continue;
@@ -334,7 +344,7 @@ static void run_isolated(loop_state *ls)
                 swa_error err;
                 if (read_all(fds[0], &err, sizeof err) != 0)
                     break;
-                const swa_backend *bs[8];
+                const swa_backend *bs[MAX_CASE_BACKENDS];
                 int nb = case_backends(ls->cfg, &ls->all->cases[ls->selected[h.sel]], bs);
                 for (int k = h.backend; k < nb; k++)
                     record_error(ls, h.sel, k, err.message);
@@ -361,7 +371,7 @@ static void run_isolated(loop_state *ls)
         /* resume at the next pair */
         sel = cur_sel;
         b = cur_b;
-        const swa_backend *bs[8];
+        const swa_backend *bs[MAX_CASE_BACKENDS];
         while (sel < ls->nsel && b >= case_backends(ls->cfg, &ls->all->cases[ls->selected[sel]], bs)) {
             sel++;
             b = 0;

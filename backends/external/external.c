@@ -1,0 +1,376 @@
+/* external.c — the registry of external backends (plug-ins and adapters)
+ * and the swa_backend table they all share.  See external.h.
+ *
+ * Test: tests/test_external.c. */
+#include "backends/external/external_internal.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/plan_common.h"
+
+_Static_assert(sizeof(int) == sizeof(int32_t), "the page tables are handed to plug-ins as int32_t");
+
+static ext_provider providers[SWA_EXTERNAL_MAX];
+static int num_providers;
+static ext_backend backends[SWA_EXTERNAL_MAX];
+static const swa_backend *backend_ptrs[SWA_EXTERNAL_MAX];
+static int num_backends;
+
+const swa_backend *const *swa_external_backends(int *count)
+{
+    if (count)
+        *count = num_backends;
+    return backend_ptrs;
+}
+
+bool swa_external_is(const swa_backend *b)
+{
+    for (int i = 0; i < num_backends; i++)
+        if (backend_ptrs[i] == b)
+            return true;
+    return false;
+}
+
+/* ---------------------------------------------------------------------------
+ * the shared swa_backend table */
+
+static const char *ext_supports(const swa_case *c, const swa_device_ops *dev, char *buf, size_t n);
+static swa_status ext_plan_fn(const swa_case *c, const swa_inputs *in, const swa_plan_opts *o, void **plan,
+                              swa_error *err);
+static double ext_run_lse_base(const void *plan, const swa_run_opts *r);
+static swa_status ext_run(void *plan, void *dev_inputs, const swa_run_opts *r, const swa_out_args *o,
+                          swa_error *err);
+static void ext_free(void *plan);
+
+static const char *ext_supports(const swa_case *c, const swa_device_ops *dev, char *buf, size_t n)
+{
+    (void)dev;
+    /* find ourselves: supports() has no backend argument, so the case's
+     * fields decide; the per-backend checks run in plan() */
+    if (c->expect_error[0]) {
+        snprintf(buf, n, "the case pins a refusal by a built-in backend (expect_error \"%s\"); external "
+                 "backends do not run it", c->expect_error);
+        return buf;
+    }
+    return NULL;
+}
+
+static bool case_is_decode(const swa_case *c)
+{
+    for (int r = 0; r < c->num_requests; r++)
+        if (c->qo_len[r] != 1)
+            return false;
+    return true;
+}
+
+static void build_problem(ext_plan *p)
+{
+    const swa_case *c = p->c;
+    const swa_inputs *in = p->in;
+    swadiff_problem *q = &p->problem;
+    memset(q, 0, sizeof *q);
+    q->struct_size = sizeof *q;
+    q->memory = SWADIFF_MEM_HOST;
+    q->num_requests = c->num_requests;
+    q->total_qo = in->total_qo;
+    q->total_kv = in->total_kv;
+    q->num_qo_heads = c->num_qo_heads;
+    q->num_kv_heads = c->num_kv_heads;
+    q->head_dim = c->head_dim;
+    q->dtype = c->dtype == SWA_DTYPE_FP16 ? SWADIFF_FP16 : c->dtype == SWA_DTYPE_BF16 ? SWADIFF_BF16 : SWADIFF_FP32;
+    q->causal = c->causal;
+    q->window_left = c->window_left;
+    q->window_right = c->causal ? 0 : -1;
+    q->sm_scale = (float)c->sm_scale;
+    q->soft_cap = (float)c->soft_cap;
+    q->return_lse = 0;
+    q->qo_indptr = in->qo_indptr;
+    q->qo_len = p->qo_len;
+    q->kv_len = in->paged.context_lens;
+    q->q = in->q_raw;
+    q->k = in->k_raw;
+    q->v = in->v_raw;
+    q->kv_seq_indptr = q->kv_seq_indptr_dev = in->kv_indptr;
+    q->page_size = in->paged.page_size;
+    q->num_pages = in->paged.num_pages;
+    q->layout = in->paged.layout == SWA_LAYOUT_NHD ? SWADIFF_NHD : SWADIFF_HND;
+    q->k_cache = in->paged.k_pages;
+    q->v_cache = in->paged.v_pages;
+    q->kv_indptr = q->kv_indptr_dev = in->paged.indptr;
+    q->kv_indices = q->kv_indices_dev = in->paged.indices;
+    q->kv_last_page_len = q->kv_last_page_len_dev = in->paged.last_page_len;
+    q->max_blocks_per_seq = in->paged.max_blocks_per_seq;
+    q->block_tables = q->block_tables_dev = in->paged.block_tables;
+    q->context_lens = q->context_lens_dev = in->paged.context_lens;
+}
+
+static swa_status ext_plan_fn(const swa_case *c, const swa_inputs *in, const swa_plan_opts *o, void **plan,
+                              swa_error *err)
+{
+    *plan = NULL;
+    if (!o || !o->backend || !swa_external_is(o->backend))
+        return swa_error_set(err, SWA_ERR_INVALID, "external backend planned without its table (swa_plan_opts.backend)");
+    const ext_backend *e = (const ext_backend *)o->backend;
+    if (e->load_error[0])
+        return swa_error_set(err, SWA_ERR_INVALID, "%s", e->load_error);
+    const ext_provider *prov = &providers[e->provider];
+    if (prov->kind == EXT_ADAPTER) {
+        bool decode = case_is_decode(c);
+        if ((decode && !e->decode) || (!decode && !e->prefill))
+            return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s takes %s cases only", e->full_name,
+                                 e->prefill ? "prefill" : "decode");
+    }
+    if (c->return_lse && e->b.lse_base == 0)
+        return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s returns no LSE and the case asks for one",
+                             e->full_name);
+    ext_plan *p = swa_plan_calloc(1, sizeof *p, e->full_name, err);
+    if (!p)
+        return SWA_ERR_NOMEM;
+    p->qo_len = malloc((size_t)(c->num_requests > 0 ? c->num_requests : 1) * sizeof *p->qo_len);
+    if (!p->qo_len) {
+        free(p);
+        return swa_error_set(err, SWA_ERR_NOMEM, "%s: no memory for the problem", e->full_name);
+    }
+    for (int r = 0; r < c->num_requests; r++)
+        p->qo_len[r] = c->qo_len[r];
+    p->e = e;
+    p->prov = prov;
+    p->c = c;
+    p->in = in;
+    p->lse_base = e->b.lse_base;
+    build_problem(p);
+    swa_status st = prov->kind == EXT_PLUGIN ? swa_plugin_plan(p, err) : SWA_OK;
+    if (st != SWA_OK) {
+        free(p->qo_len);
+        free(p);
+        return st;
+    }
+    *plan = p;
+    return SWA_OK;
+}
+
+static double ext_run_lse_base(const void *plan, const swa_run_opts *r)
+{
+    (void)r;
+    return ((const ext_plan *)plan)->lse_base;
+}
+
+static swa_status ext_run(void *plan, void *dev_inputs, const swa_run_opts *r, const swa_out_args *o,
+                          swa_error *err)
+{
+    (void)dev_inputs; /* external backends read the host inputs and stage them themselves */
+    ext_plan *p = plan;
+    if (r && r->window_left_set && r->window_left != p->c->window_left)
+        return swa_error_set(err, SWA_ERR_INVALID, "%s: run window_left=%d differs from the planned %d",
+                             p->e->full_name, r->window_left, p->c->window_left);
+    bool write_lse = r && r->return_lse && o->lse && p->e->b.lse_base != 0;
+    p->problem.return_lse = write_lse;
+    return providers[p->e->provider].kind == EXT_PLUGIN ? swa_plugin_run(p, o, write_lse, err)
+                                                         : swa_adapter_run(p, o, write_lse, err);
+}
+
+static void ext_free(void *plan)
+{
+    ext_plan *p = plan;
+    if (!p)
+        return;
+    if (providers[p->e->provider].kind == EXT_PLUGIN)
+        swa_plugin_plan_free(p);
+    free(p->qo_len);
+    free(p);
+}
+
+/* ---------------------------------------------------------------------------
+ * registration */
+
+static void stem_of(const char *path, char *buf, size_t n)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (strncmp(base, "lib", 3) == 0 && base[3])
+        base += 3;
+    snprintf(buf, n, "%s", base);
+    char *dot = strchr(buf, '.');
+    if (dot && dot != buf)
+        *dot = '\0';
+}
+
+static void init_table(ext_backend *e, int provider)
+{
+    e->provider = provider;
+    e->b.api_version = SWA_BACKEND_API_VERSION;
+    e->b.flag = 0;
+    e->b.supports = ext_supports;
+    e->b.plan = ext_plan_fn;
+    e->b.run_lse_base = ext_run_lse_base;
+    e->b.run = ext_run;
+    e->b.free = ext_free;
+}
+
+static swa_status add_provider(ext_kind kind, const char *name, const char *location, char *note, size_t note_size,
+                               swa_error *err)
+{
+    if (num_providers == SWA_EXTERNAL_MAX || num_backends == SWA_EXTERNAL_MAX)
+        return swa_error_set(err, SWA_ERR_INVALID, "at most %d plug-ins and adapters", SWA_EXTERNAL_MAX);
+    for (int i = 0; i < num_providers; i++)
+        if (strcmp(providers[i].name, name) == 0)
+            return swa_error_set(err, SWA_ERR_INVALID, "two plug-ins or adapters are named \"%s\"", name);
+    int index = num_providers;
+    ext_provider *prov = &providers[index];
+    memset(prov, 0, sizeof *prov);
+    prov->kind = kind;
+    snprintf(prov->name, sizeof prov->name, "%s", name);
+    snprintf(prov->location, sizeof prov->location, "%s", location);
+    ext_backend found[SWA_EXTERNAL_MAX];
+    memset(found, 0, sizeof found);
+    int count = 0;
+    char why[768] = "";
+    int room = SWA_EXTERNAL_MAX - num_backends;
+    swa_status st = kind == EXT_PLUGIN ? swa_plugin_probe(location, prov, found, room, &count, why, sizeof why)
+                                       : swa_adapter_probe(prov, found, room, &count, why, sizeof why);
+    num_providers++;
+    if (st != SWA_OK || count == 0) {
+        /* broken: one backend NS:* whose every result says why */
+        ext_backend *e = &backends[num_backends];
+        memset(e, 0, sizeof *e);
+        init_table(e, index);
+        snprintf(e->full_name, sizeof e->full_name, "%s:*", prov->name);
+        char reason[sizeof e->load_error];
+        snprintf(reason, sizeof reason, "%s %s: %s", kind == EXT_PLUGIN ? "plug-in" : "adapter", prov->name,
+                 why[0] ? why : "declares no backend");
+        memcpy(e->load_error, reason, sizeof reason);
+        snprintf(e->description, sizeof e->description, "broken: %s", reason);
+        e->b.name = e->full_name;
+        e->b.description = e->description;
+        backend_ptrs[num_backends++] = &e->b;
+        if (note)
+            snprintf(note, note_size, "%s", e->load_error);
+        return SWA_OK;
+    }
+    for (int i = 0; i < count; i++) {
+        ext_backend *e = &backends[num_backends];
+        *e = found[i];
+        init_table(e, index);
+        char full[sizeof e->full_name];
+        snprintf(full, sizeof full, "%s:%s", prov->name, found[i].backend_name);
+        memcpy(e->full_name, full, sizeof full);
+        e->b.name = e->full_name;
+        e->b.description = e->description;
+        backend_ptrs[num_backends++] = &e->b;
+    }
+    if (note)
+        snprintf(note, note_size, "%s %s: %d backend(s)", kind == EXT_PLUGIN ? "plug-in" : "adapter", prov->name,
+                 count);
+    return SWA_OK;
+}
+
+swa_status swa_external_add_plugin(const char *path, char *note, size_t note_size, swa_error *err)
+{
+    char name[64];
+    stem_of(path, name, sizeof name);
+    return add_provider(EXT_PLUGIN, name, path, note, note_size, err);
+}
+
+static bool valid_name(const char *s)
+{
+    if (!*s || strlen(s) >= 64)
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_' ||
+              *s == '-' || *s == '.'))
+            return false;
+    return true;
+}
+
+swa_status swa_external_add_adapter(const char *name, const char *command, char *note, size_t note_size,
+                                    swa_error *err)
+{
+    if (!valid_name(name))
+        return swa_error_set(err, SWA_ERR_INVALID, "adapter name \"%s\": expected letters, digits, '_', '-', '.'",
+                             name);
+    if (!command || !*command)
+        return swa_error_set(err, SWA_ERR_INVALID, "adapter %s: empty command", name);
+    return add_provider(EXT_ADAPTER, name, command, note, note_size, err);
+}
+
+swa_status swa_external_add_adapter_from_registry(const char *registry_path, const char *name, char *note,
+                                                  size_t note_size, swa_error *err)
+{
+    FILE *f = fopen(registry_path, "rb");
+    if (!f)
+        return swa_error_set(err, SWA_ERR_IO, "adapter registry %s: %s (give --adapter %s=COMMAND, or "
+                             "--adapters FILE)", registry_path, strerror(errno), name);
+    char *text = malloc(1 << 20);
+    size_t len = text ? fread(text, 1, (1 << 20) - 1, f) : 0;
+    fclose(f);
+    if (!text)
+        return swa_error_set(err, SWA_ERR_NOMEM, "adapter registry %s: no memory", registry_path);
+    text[len] = '\0';
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    if (!root)
+        return swa_error_set(err, SWA_ERR_INVALID, "adapter registry %s: not valid JSON", registry_path);
+    const cJSON *all = cJSON_GetObjectItemCaseSensitive(root, "adapters");
+    const cJSON *entry = cJSON_IsObject(all) ? cJSON_GetObjectItemCaseSensitive(all, name) : NULL;
+    const cJSON *cmd = cJSON_IsObject(entry) ? cJSON_GetObjectItemCaseSensitive(entry, "command") : NULL;
+    swa_status st;
+    if (!cJSON_IsObject(all)) {
+        st = swa_error_set(err, SWA_ERR_INVALID, "adapter registry %s: /adapters: expected an object of adapters",
+                           registry_path);
+    } else if (!entry) {
+        char known[512] = "";
+        size_t used = 0;
+        for (const cJSON *a = all->child; a; a = a->next)
+            used += (size_t)snprintf(known + used, used < sizeof known ? sizeof known - used : 0, "%s%s",
+                                     used ? ", " : "", a->string);
+        st = swa_error_set(err, SWA_ERR_INVALID, "adapter registry %s: no adapter \"%s\" (known: %s)",
+                           registry_path, name, known);
+    } else if (!cJSON_IsString(cmd) || !*cmd->valuestring) {
+        st = swa_error_set(err, SWA_ERR_INVALID, "adapter registry %s: /adapters/%s/command: expected a string",
+                           registry_path, name);
+    } else {
+        st = swa_external_add_adapter(name, cmd->valuestring, note, note_size, err);
+    }
+    cJSON_Delete(root);
+    return st;
+}
+
+static size_t quote_into(char *buf, size_t n, size_t used, const char *s)
+{
+    used += (size_t)snprintf(buf + used, used < n ? n - used : 0, "'");
+    for (; *s; s++)
+        used += (size_t)snprintf(buf + used, used < n ? n - used : 0, *s == '\'' ? "'\\''" : "%c", *s);
+    return used + (size_t)snprintf(buf + used, used < n ? n - used : 0, "'");
+}
+
+void swa_external_options(char *buf, size_t n)
+{
+    size_t used = 0;
+    if (n)
+        buf[0] = '\0';
+    for (int i = 0; i < num_providers; i++) {
+        if (providers[i].kind == EXT_PLUGIN) {
+            used += (size_t)snprintf(buf + used, used < n ? n - used : 0, " --plugin ");
+            used = quote_into(buf, n, used, providers[i].location);
+        } else {
+            char spec[1200];
+            snprintf(spec, sizeof spec, "%s=%s", providers[i].name, providers[i].location);
+            used += (size_t)snprintf(buf + used, used < n ? n - used : 0, " --adapter ");
+            used = quote_into(buf, n, used, spec);
+        }
+    }
+}
+
+void swa_external_set_reply_timeout(double seconds) { swa_adapter_reply_timeout = seconds; }
+
+void swa_external_reset(void)
+{
+    swa_adapter_reset();
+    num_providers = 0;
+    num_backends = 0;
+}

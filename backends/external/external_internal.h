@@ -1,0 +1,56 @@
+/* external_internal.h — what external.c, plugin.c and adapter.c share: the
+ * record of one registered external backend and of its provider (a plug-in
+ * file or an adapter command), and the plan state.  Not for other code. */
+#ifndef SWADIFF_EXTERNAL_INTERNAL_H
+#define SWADIFF_EXTERNAL_INTERNAL_H
+
+#include "backends/external/external.h"
+#include "include/swadiff/plugin.h"
+
+typedef enum { EXT_PLUGIN = 0, EXT_ADAPTER = 1 } ext_kind;
+
+typedef struct ext_provider {
+    ext_kind kind;
+    char name[64];            /* the NS of NS:BACKEND */
+    char location[1024];      /* plug-in path, or adapter command */
+} ext_provider;
+
+typedef struct ext_backend {
+    swa_backend b;            /* first: o->backend points here */
+    int provider;             /* index into the providers */
+    char full_name[160];      /* NS:BACKEND */
+    char backend_name[96];    /* BACKEND, as the provider names it */
+    char description[256];
+    char load_error[768];     /* non-empty: every result is this error */
+    int memory;               /* plug-ins: swadiff_memory */
+    bool prefill, decode;     /* adapters: which cases it takes */
+} ext_backend;
+
+/* The state behind a plan: the problem in plug-in form, pointing into the
+ * case's host inputs. */
+typedef struct ext_plan {
+    const ext_backend *e;
+    const ext_provider *prov; /* e's provider */
+    const swa_case *c;
+    const swa_inputs *in;
+    swadiff_problem problem;
+    int32_t *qo_len;          /* [B] */
+    void *provider_plan;      /* a plug-in's own plan */
+    double lse_base;          /* of what run wrote */
+} ext_plan;
+
+/* plugin.c */
+swa_status swa_plugin_probe(const char *path, ext_provider *prov, ext_backend *out, int max, int *count,
+                            char *why, size_t n);
+swa_status swa_plugin_plan(ext_plan *p, swa_error *err);
+swa_status swa_plugin_run(ext_plan *p, const swa_out_args *o, bool write_lse, swa_error *err);
+void swa_plugin_plan_free(ext_plan *p);
+
+/* adapter.c */
+swa_status swa_adapter_probe(const ext_provider *prov, ext_backend *out, int max, int *count, char *why,
+                             size_t n);
+swa_status swa_adapter_run(ext_plan *p, const swa_out_args *o, bool write_lse, swa_error *err);
+void swa_adapter_reset(void);
+extern double swa_adapter_reply_timeout;
+
+#endif /* SWADIFF_EXTERNAL_INTERNAL_H */

@@ -1,0 +1,300 @@
+/* plugin.c — C plug-ins (include/swadiff/plugin.h): the probe that learns a
+ * plug-in's backends in a forked child, the lazy load inside the worker,
+ * and plan/run through the plug-in's table.
+ *
+ * Why a forked probe: a plug-in's constructors or entry point may crash,
+ * hang or initialise a GPU runtime; the harness process must survive all
+ * three (and must not initialise CUDA before it forks its workers).
+ *
+ * Test: tests/test_external.c (the fixtures of tests/plugins/). */
+#include "backends/external/external_internal.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROBE_SECONDS 30
+
+/* Loads path and validates its table.  Returns the table or NULL with why. */
+static const swadiff_plugin *load(const char *path, void **handle, char *why, size_t n)
+{
+    *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!*handle) {
+        snprintf(why, n, "cannot load %s: %s", path, dlerror());
+        return NULL;
+    }
+    dlerror();
+    void *sym = dlsym(*handle, SWADIFF_PLUGIN_ENTRY);
+    if (!sym) {
+        snprintf(why, n, "%s exports no %s() (declare it with SWADIFF_PLUGIN_EXPORT, see "
+                 "include/swadiff/plugin.h)", path, SWADIFF_PLUGIN_ENTRY);
+        return NULL;
+    }
+    swadiff_plugin_entry_fn entry;
+    memcpy(&entry, &sym, sizeof entry);
+    const swadiff_plugin *pl = entry();
+    if (!pl) {
+        snprintf(why, n, "%s: %s() returned NULL", path, SWADIFF_PLUGIN_ENTRY);
+        return NULL;
+    }
+    if (pl->abi_version != SWADIFF_PLUGIN_ABI_VERSION) {
+        snprintf(why, n, "%s: built for plug-in ABI version %u, this swadiff speaks version %d (rebuild it "
+                 "against this swadiff's include/swadiff/plugin.h)", path, pl->abi_version,
+                 SWADIFF_PLUGIN_ABI_VERSION);
+        return NULL;
+    }
+    if (pl->num_backends < 1 || pl->num_backends > SWA_EXTERNAL_MAX || !pl->backends) {
+        snprintf(why, n, "%s: num_backends is %d (expected 1..%d with a backends array)", path, pl->num_backends,
+                 SWA_EXTERNAL_MAX);
+        return NULL;
+    }
+    for (int i = 0; i < pl->num_backends; i++) {
+        const swadiff_plugin_backend *b = &pl->backends[i];
+        const char *bad = NULL;
+        if (!b->name || !*b->name || strlen(b->name) >= 96)
+            bad = "has no name";
+        for (const char *s = b->name; !bad && *s; s++)
+            if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+                  *s == '_' || *s == '-' || *s == '.'))
+                bad = "has a name with characters other than letters, digits, '_', '-', '.'";
+        if (!bad && !b->run)
+            bad = "has no run()";
+        if (!bad && (b->plan != NULL) != (b->plan_free != NULL))
+            bad = "has plan() without plan_free() or the reverse";
+        if (!bad && b->memory != SWADIFF_MEM_HOST && b->memory != SWADIFF_MEM_CUDA && b->memory != SWADIFF_MEM_HIP)
+            bad = "declares an unknown memory kind";
+        if (bad) {
+            snprintf(why, n, "%s: backend %d (\"%s\") %s", path, i, b->name ? b->name : "", bad);
+            return NULL;
+        }
+    }
+    return pl;
+}
+
+/* ---------------------------------------------------------------------------
+ * probe: the child writes one line per backend "name\tmemory\tlse_base\tdescription"
+ * or "!reason", then exits. */
+
+static ssize_t read_some(int fd, char *buf, size_t n, double deadline)
+{
+    size_t used = 0;
+    while (used < n) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        double left = deadline - (ts.tv_sec + ts.tv_nsec * 1e-9);
+        if (left <= 0)
+            return -2;
+        struct pollfd p = {fd, POLLIN, 0};
+        int r = poll(&p, 1, (int)(left * 1000) + 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            continue;
+        ssize_t got = read(fd, buf + used, n - used);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            break;
+        used += (size_t)got;
+    }
+    return (ssize_t)used;
+}
+
+swa_status swa_plugin_probe(const char *path, ext_provider *prov, ext_backend *out, int max, int *count,
+                            char *why, size_t n)
+{
+    *count = 0;
+    int fds[2];
+    if (pipe(fds) != 0) {
+        snprintf(why, n, "pipe: %s", strerror(errno));
+        return SWA_ERR_IO;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(why, n, "fork: %s", strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
+        return SWA_ERR_IO;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        FILE *w = fdopen(fds[1], "w");
+        void *h;
+        char reason[700] = "";
+        const swadiff_plugin *pl = load(path, &h, reason, sizeof reason);
+        if (!pl) {
+            fprintf(w, "!%s\n", reason);
+        } else {
+            fprintf(w, "=%s\n", pl->name && *pl->name ? pl->name : "");
+            for (int i = 0; i < pl->num_backends; i++) {
+                const swadiff_plugin_backend *b = &pl->backends[i];
+                char desc[200];
+                snprintf(desc, sizeof desc, "%s", b->description ? b->description : "");
+                for (char *c = desc; *c; c++)
+                    if (*c == '\n' || *c == '\t')
+                        *c = ' ';
+                fprintf(w, "%s\t%d\t%.17g\t%s\n", b->name, (int)b->memory, b->lse_base, desc);
+            }
+        }
+        fclose(w);
+        _exit(0);
+    }
+    close(fds[1]);
+    static char text[64 * 512];
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ssize_t got = read_some(fds[0], text, sizeof text - 1, ts.tv_sec + ts.tv_nsec * 1e-9 + PROBE_SECONDS);
+    close(fds[0]);
+    if (got == -2)
+        kill(pid, SIGKILL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (got == -2) {
+        snprintf(why, n, "loading %s did not finish within %d s (a constructor or the entry point hangs)", path,
+                 PROBE_SECONDS);
+        return SWA_ERR_TIMEOUT;
+    }
+    text[got > 0 ? got : 0] = '\0';
+    if (WIFSIGNALED(status)) {
+        snprintf(why, n, "loading %s crashed (signal %d, %s)", path, WTERMSIG(status), strsignal(WTERMSIG(status)));
+        return SWA_ERR_DEVICE;
+    }
+    if (text[0] == '!') {
+        char *nl = strchr(text, '\n');
+        if (nl)
+            *nl = '\0';
+        snprintf(why, n, "%s", text + 1);
+        return SWA_ERR_INVALID;
+    }
+    if (text[0] != '=') {
+        snprintf(why, n, "loading %s gave no answer (exit status %d)", path,
+                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        return SWA_ERR_INVALID;
+    }
+    char *line = text + 1, *nl = strchr(line, '\n');
+    if (!nl)
+        return SWA_ERR_INVALID;
+    *nl = '\0';
+    if (*line) /* the plug-in's own name wins over the file stem */
+        snprintf(prov->name, sizeof prov->name, "%.63s", line);
+    for (line = nl + 1; *line && *count < max; line = nl + 1) {
+        nl = strchr(line, '\n');
+        if (!nl)
+            break;
+        *nl = '\0';
+        ext_backend *e = &out[*count];
+        memset(e, 0, sizeof *e);
+        char *f1 = strchr(line, '\t'), *f2 = f1 ? strchr(f1 + 1, '\t') : NULL, *f3 = f2 ? strchr(f2 + 1, '\t') : NULL;
+        if (!f3)
+            break;
+        *f1 = *f2 = *f3 = '\0';
+        snprintf(e->backend_name, sizeof e->backend_name, "%s", line);
+        e->memory = atoi(f1 + 1);
+        e->b.lse_base = strtod(f2 + 1, NULL);
+        snprintf(e->description, sizeof e->description, "%s", f3 + 1);
+        (*count)++;
+    }
+    return SWA_OK;
+}
+
+/* ---------------------------------------------------------------------------
+ * in the worker */
+
+typedef struct loaded {
+    char path[1024];
+    void *handle;
+    const swadiff_plugin *table;
+    char error[768];
+} loaded;
+static loaded cache[SWA_EXTERNAL_MAX];
+static int num_cached;
+
+static const swadiff_plugin_backend *plugin_backend(const ext_plan *p, swa_error *err)
+{
+    const ext_provider *prov = p->prov;
+    loaded *l = NULL;
+    for (int i = 0; i < num_cached; i++)
+        if (strcmp(cache[i].path, prov->location) == 0)
+            l = &cache[i];
+    if (!l) {
+        if (num_cached == SWA_EXTERNAL_MAX) {
+            swa_error_set(err, SWA_ERR_INVALID, "too many plug-ins");
+            return NULL;
+        }
+        l = &cache[num_cached++];
+        memset(l, 0, sizeof *l);
+        snprintf(l->path, sizeof l->path, "%s", prov->location);
+        l->table = load(prov->location, &l->handle, l->error, sizeof l->error);
+    }
+    if (!l->table) {
+        swa_error_set(err, SWA_ERR_INVALID, "plug-in %s: %s", prov->name, l->error);
+        return NULL;
+    }
+    for (int i = 0; i < l->table->num_backends; i++)
+        if (strcmp(l->table->backends[i].name, p->e->backend_name) == 0)
+            return &l->table->backends[i];
+    swa_error_set(err, SWA_ERR_INVALID, "plug-in %s no longer has a backend \"%s\"", prov->name, p->e->backend_name);
+    return NULL;
+}
+
+static swa_status rc_status(swadiff_rc rc, const ext_plan *p, const char *what, const char *msg, swa_error *err)
+{
+    if (rc == SWADIFF_RC_OK)
+        return SWA_OK;
+    if (rc == SWADIFF_RC_UNSUPPORTED)
+        return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s: %s", p->e->full_name,
+                             msg[0] ? msg : "unsupported (no reason given)");
+    return swa_error_set(err, SWA_ERR_INVALID, "%s: %s failed: %s", p->e->full_name, what,
+                         msg[0] ? msg : (rc == SWADIFF_RC_ERROR ? "no message" : "unknown return code"));
+}
+
+swa_status swa_plugin_plan(ext_plan *p, swa_error *err)
+{
+    const swadiff_plugin_backend *b = plugin_backend(p, err);
+    if (!b)
+        return err->status;
+    if (b->memory != SWADIFF_MEM_HOST)
+        return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s wants %s memory; this swadiff hands plug-ins host "
+                             "memory only", p->e->full_name, b->memory == SWADIFF_MEM_CUDA ? "CUDA" : "HIP");
+    char msg[512] = "";
+    if (b->supports) {
+        swa_status st = rc_status(b->supports(&p->problem, msg, sizeof msg), p, "supports()", msg, err);
+        if (st != SWA_OK)
+            return st;
+    }
+    if (b->plan) {
+        msg[0] = '\0';
+        return rc_status(b->plan(&p->problem, &p->provider_plan, msg, sizeof msg), p, "plan()", msg, err);
+    }
+    return SWA_OK;
+}
+
+swa_status swa_plugin_run(ext_plan *p, const swa_out_args *o, bool write_lse, swa_error *err)
+{
+    const swadiff_plugin_backend *b = plugin_backend(p, err);
+    if (!b)
+        return err->status;
+    swadiff_output out = {sizeof out, o->out, write_lse ? o->lse : NULL};
+    char msg[512] = "";
+    return rc_status(b->run(p->provider_plan, &p->problem, &out, msg, sizeof msg), p, "run()", msg, err);
+}
+
+void swa_plugin_plan_free(ext_plan *p)
+{
+    if (!p->provider_plan)
+        return;
+    swa_error err = {0};
+    const swadiff_plugin_backend *b = plugin_backend(p, &err);
+    if (b && b->plan_free)
+        b->plan_free(p->provider_plan);
+    p->provider_plan = NULL;
+}

@@ -1,0 +1,174 @@
+/* swadiff/plugin.h — the C plug-in ABI: the only header a plug-in needs.
+ *
+ * A plug-in is a shared object that exports one function,
+ *
+ *     const swadiff_plugin *swadiff_plugin_entry(void);
+ *
+ * returning a table that lives as long as the library is loaded.  swadiff
+ * loads it with `swadiff run --plugin PATH.so` (repeatable) inside its
+ * isolated worker process, so a plug-in that crashes or hangs costs one
+ * (case, backend) result, not the run.  Each backend of the table is named
+ * `PLUGIN:BACKEND` on the command line and in the reports.
+ *
+ * The problem is described the way serving engines pass it: ragged queries
+ * (qo_indptr), the paged KV cache in FlashInfer form (kv_indptr, kv_indices,
+ * kv_last_page_len; NHD or HND) and in AITER / vLLM form (block_tables,
+ * context_lens), and the same keys as contiguous per-request K/V.  Every
+ * window convention is swadiff's (FlashInfer's): window_left = L keeps keys
+ * [p - L, ...], -1 is "no window"; convert to your library's convention in
+ * the plug-in, and say how in your README (AITER: S = L + 1, L = -1 -> 0).
+ *
+ * Versioning: SWADIFF_PLUGIN_ABI_VERSION changes whenever any struct here
+ * changes (swadiff_plugin and swadiff_plugin_backend are read as arrays, so
+ * even an appended field is a new version); swadiff refuses a plug-in built
+ * for another version, naming both.  Enumerations travel as int32_t fields,
+ * so the layout does not depend on the compiler's enum size.
+ *
+ * The contract, beyond the field comments:
+ *  - num_qo_heads is a multiple of num_kv_heads.
+ *  - lse is log_base(sum over visible keys of exp(s)), s after sm_scale and
+ *    the soft cap; a row with no visible key has output 0 and lse -inf.
+ *  - For host memory the *_dev pointers equal the host ones.
+ *  - A plan may keep pointers into the problem: the problem and its arrays
+ *    live until plan_free.
+ *
+ * Pure C99; also compiles as C++. */
+#ifndef SWADIFF_PLUGIN_H
+#define SWADIFF_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SWADIFF_PLUGIN_ABI_VERSION 1
+#define SWADIFF_PLUGIN_ENTRY "swadiff_plugin_entry"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum swadiff_dtype {
+    SWADIFF_FP16 = 0, /* IEEE binary16 */
+    SWADIFF_BF16 = 1, /* bfloat16 (upper half of a binary32) */
+    SWADIFF_FP32 = 2,
+} swadiff_dtype;
+
+typedef enum swadiff_layout {
+    SWADIFF_NHD = 0, /* pages [num_pages][page_size][num_kv_heads][head_dim] */
+    SWADIFF_HND = 1, /* pages [num_pages][num_kv_heads][page_size][head_dim] */
+} swadiff_layout;
+
+/* Where the tensors of a problem live.  A backend declares the memory it
+ * wants; swadiff copies the inputs there and the outputs back. */
+typedef enum swadiff_memory {
+    SWADIFF_MEM_HOST = 0,
+    SWADIFF_MEM_CUDA = 1, /* device pointers of the current CUDA device */
+    SWADIFF_MEM_HIP = 2,  /* device pointers of the current HIP device */
+} swadiff_memory;
+
+/* Return codes of supports / plan / run. */
+typedef enum swadiff_rc {
+    SWADIFF_RC_OK = 0,
+    SWADIFF_RC_UNSUPPORTED = 1, /* recorded as a skip, with the message */
+    SWADIFF_RC_ERROR = 2,       /* recorded as an error, with the message */
+} swadiff_rc;
+
+/* One attention problem.  Sizes and index arrays on the host are always
+ * valid; the tensor pointers and the *_dev index arrays point into
+ * `memory`.  All index arrays are int32. */
+typedef struct swadiff_problem {
+    uint32_t struct_size;      /* sizeof(swadiff_problem) as swadiff built it */
+    int32_t memory;            /* swadiff_memory */
+
+    int32_t num_requests;      /* B */
+    int32_t total_qo, total_kv;
+    int32_t num_qo_heads, num_kv_heads, head_dim; /* qo head h reads kv head h / (Hq / Hkv) */
+    int32_t dtype;             /* swadiff_dtype */
+
+    /* masking; query row i of request r sits at p = kv_len[r] - qo_len[r] + i */
+    int32_t causal;            /* 1: key k visible only if k <= p */
+    int32_t window_left;       /* -1: none; L >= 0: key k visible only if k >= p - L */
+    int32_t window_right;      /* -1: none; R >= 0: key k visible only if k <= p + R */
+    float sm_scale;            /* logits s = (q . k) * sm_scale */
+    float soft_cap;            /* 0: none; else s = soft_cap * tanh(s / soft_cap) */
+    int32_t return_lse;        /* 1: write lse (see swadiff_plugin_backend.lse_base) */
+
+    /* host copies (always valid) */
+    const int32_t *qo_indptr;  /* [B + 1] query rows of each request */
+    const int32_t *qo_len;     /* [B] */
+    const int32_t *kv_len;     /* [B], kv_len[r] >= qo_len[r] */
+
+    /* queries, in `memory`: [total_qo][num_qo_heads][head_dim] of dtype */
+    const void *q;
+
+    /* contiguous K/V, in `memory`: [total_kv][num_kv_heads][head_dim];
+     * request r's keys are rows kv_seq_indptr[r] .. kv_seq_indptr[r + 1] */
+    const void *k, *v;
+    const int32_t *kv_seq_indptr;      /* host */
+    const int32_t *kv_seq_indptr_dev;  /* in `memory` */
+
+    /* paged cache, in `memory`: a pool of num_pages pages in `layout`.
+     * Pages no request references, and slots past kv_len in a last page,
+     * hold NaN: a correct kernel never lets them reach an output. */
+    int32_t page_size, num_pages;
+    int32_t layout;            /* swadiff_layout */
+    const void *k_cache, *v_cache;
+    /* FlashInfer form: token t of request r is slot t % page_size of page
+     * kv_indices[kv_indptr[r] + t / page_size]. */
+    const int32_t *kv_indptr, *kv_indices, *kv_last_page_len;             /* host */
+    const int32_t *kv_indptr_dev, *kv_indices_dev, *kv_last_page_len_dev; /* in `memory` */
+    /* AITER / vLLM form: block_tables[r][t / page_size], unused slots -1 */
+    int32_t max_blocks_per_seq;
+    const int32_t *block_tables, *context_lens;         /* host */
+    const int32_t *block_tables_dev, *context_lens_dev; /* in `memory` */
+} swadiff_problem;
+
+/* Where a backend writes its answer (in `problem->memory`).  The buffers
+ * are poisoned before the call and guarded on both sides: write exactly
+ * the elements below, nothing outside. */
+typedef struct swadiff_output {
+    uint32_t struct_size;
+    void *out;   /* [total_qo][num_qo_heads][head_dim] of problem->dtype */
+    float *lse;  /* [total_qo][num_qo_heads] in lse_base, or NULL when not asked */
+} swadiff_output;
+
+typedef struct swadiff_plugin_backend {
+    const char *name;          /* [A-Za-z0-9_.-]+, unique within the plug-in */
+    const char *description;   /* one line */
+    int32_t memory;            /* swadiff_memory: where it wants the tensors */
+    double lse_base;           /* 2.0 (FlashInfer), 2.718281828459045 (natural), 0: no LSE */
+
+    /* Optional (NULL: every problem).  Returns SWADIFF_RC_OK, or
+     * SWADIFF_RC_UNSUPPORTED with the reason in msg. */
+    swadiff_rc (*supports)(const swadiff_problem *p, char *msg, size_t msg_size);
+    /* Optional plan/run split (NULL: run gets plan == NULL).  plan sees the
+     * same problem run will see; plan_free releases what plan made. */
+    swadiff_rc (*plan)(const swadiff_problem *p, void **plan, char *msg, size_t msg_size);
+    /* Required.  Computes out (and lse when p->return_lse).  For device
+     * memory, return after the work is complete (synchronize). */
+    swadiff_rc (*run)(void *plan, const swadiff_problem *p, const swadiff_output *o, char *msg,
+                      size_t msg_size);
+    void (*plan_free)(void *plan); /* optional */
+} swadiff_plugin_backend;
+
+typedef struct swadiff_plugin {
+    uint32_t abi_version;      /* SWADIFF_PLUGIN_ABI_VERSION */
+    const char *name;          /* [A-Za-z0-9_.-]+ */
+    int32_t num_backends;
+    const swadiff_plugin_backend *backends;
+} swadiff_plugin;
+
+typedef const swadiff_plugin *(*swadiff_plugin_entry_fn)(void);
+
+/* The one symbol a plug-in exports (declare it with this macro so the
+ * signature cannot drift):  SWADIFF_PLUGIN_EXPORT const swadiff_plugin *swadiff_plugin_entry(void) */
+#if defined(__GNUC__)
+#define SWADIFF_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define SWADIFF_PLUGIN_EXPORT
+#endif
+SWADIFF_PLUGIN_EXPORT const swadiff_plugin *swadiff_plugin_entry(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SWADIFF_PLUGIN_H */
