@@ -44,9 +44,24 @@ int swa_cli_load_cases(int npaths, char **paths, swa_case_list *list)
 
 const swa_device_ops *swa_cli_device(const char *name, int *exit_code)
 {
+    return swa_cli_device_why(name, exit_code, NULL, 0);
+}
+
+const swa_device_ops *swa_cli_device_why(const char *name, int *exit_code, char *why_host, size_t why_n)
+{
     char why[512] = "";
+    if (why_host && why_n)
+        why_host[0] = '\0';
     if (!name || !strcmp(name, "auto")) {
         const swa_device_ops *gpu = swa_device_first_gpu(why, sizeof why);
+        if (!gpu && why_host) {
+            bool any_gpu_built = false;
+            for (int k = 0; k < SWA_DEVICE_COUNT; k++) {
+                const swa_device_ops *d = swa_device_at(k, NULL, NULL);
+                any_gpu_built = any_gpu_built || (d && d->kind != SWA_DEVICE_HOST);
+            }
+            snprintf(why_host, why_n, "%s", any_gpu_built ? why : "this swadiff was built without a GPU device");
+        }
         return gpu ? gpu : swa_device_get(SWA_DEVICE_HOST);
     }
     const char *cmake_option = NULL;

@@ -30,6 +30,8 @@ int swa_cli_load_cases(int npaths, char **paths, swa_case_list *list);
  * *exit_code set (77 when a GPU was asked for and none is usable, 2 for an
  * unknown name) and the reason printed. */
 const swa_device_ops *swa_cli_device(const char *name, int *exit_code);
+/* The same; when auto falls back to the host, why_host says why no GPU was used. */
+const swa_device_ops *swa_cli_device_why(const char *name, int *exit_code, char *why_host, size_t why_n);
 /* Parses "I/N" (1 <= I <= N).  Returns 0 or -1. */
 int swa_cli_parse_shard(const char *s, int *index, int *count);
 /* Fills the report environment: version, git revision, host, device, the

@@ -244,13 +244,27 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         return SWA_EXIT_USAGE;
     }
 
+    if (timeout > 0 && no_isolate) {
+        fprintf(stderr, "swadiff run: --timeout needs the isolated worker: it cannot stop a (case, backend) "
+                        "running in this process; drop --no-isolate or --timeout\n");
+        free(selected);
+        swa_case_list_free(&all);
+        return SWA_EXIT_USAGE;
+    }
+
     int dev_rc = SWA_EXIT_USAGE;
-    const swa_device_ops *dev = swa_cli_device(device_name, &dev_rc);
+    char why_host[512] = "";
+    const swa_device_ops *dev = swa_cli_device_why(device_name, &dev_rc, why_host, sizeof why_host);
     if (!dev) {
         free(selected);
         swa_case_list_free(&all);
         return dev_rc;
     }
+    /* always say where the kernels ran, and why not on a GPU when auto fell back */
+    char desc[400] = "";
+    dev->describe(desc, sizeof desc);
+    fprintf(stderr, "swadiff: device %s (%s)%s%s\n", dev->name, desc, why_host[0] ? "; --device auto: no GPU used: " : "",
+            why_host);
 
     swa_run_config cfg = {
         .device = dev, .backend_mask = backend_mask, .mutant = mutant, .dump_dir = dump_dir,
@@ -259,6 +273,15 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         .mutant_only = mutant_only,
         .argv0 = prog,
     };
+    if (swa_run_count_pairs(&cfg, &all, selected, nsel) == 0) {
+        fprintf(stderr, "swadiff run: nothing to run: the %d selected case(s) and the backend selection give no "
+                        "(case, backend) pair%s\n", nsel,
+                nsel == 0 && shard_n > 1 ? " (this --shard is empty: use fewer shards than cases)" :
+                backends_selected ? " (no selected case names a --backend given, and no plug-in or adapter matches)" : "");
+        free(selected);
+        swa_case_list_free(&all);
+        return SWA_EXIT_USAGE;
+    }
     swa_run_results rr = {0};
     swa_cli_environment(&rr.env, dev, argc, argv, prog);
     rr.started = swa_now();

@@ -228,6 +228,11 @@ swa_report *swa_report_open(const char *dir, const swa_environment *env, swa_err
     return rep;
 }
 
+void swa_report_set_expected(swa_report *rep, int expected)
+{
+    rep->rr.expected = expected;
+}
+
 void swa_report_set_flush_interval(swa_report *rep, double seconds)
 {
     rep->flush_interval = seconds;
@@ -238,6 +243,12 @@ const swa_run_results *swa_report_results(const swa_report *rep) { return &rep->
 swa_status swa_report_flush(swa_report *rep, swa_error *err)
 {
     rep->rr.duration = swa_now() - rep->rr.started;
+    /* until the run finishes, the files say it is not complete: a kill at
+     * any moment leaves a report that cannot be read as green */
+    rep->rr.incomplete = true;
+    snprintf(rep->rr.incomplete_reason, sizeof rep->rr.incomplete_reason,
+             "the run was still going (or was killed) when this was written: %d of %d results", rep->rr.count,
+             rep->rr.expected);
     /* the exit code the run would have if it stopped here */
     rep->rr.exitcode = swa_run_results_summary(&rep->rr, NULL, NULL, NULL, NULL);
     double t0 = swa_now();
@@ -272,12 +283,23 @@ swa_status swa_report_add(swa_report *rep, const swa_result *r, swa_error *err)
     return SWA_OK;
 }
 
+swa_status swa_report_finish(swa_report *rep, const swa_run_results *final, swa_error *err)
+{
+    if (!rep)
+        return SWA_OK;
+    rep->rr.incomplete = final->incomplete;
+    snprintf(rep->rr.incomplete_reason, sizeof rep->rr.incomplete_reason, "%s", final->incomplete_reason);
+    return swa_report_close(rep, final->exitcode, err);
+}
+
 swa_status swa_report_close(swa_report *rep, int exitcode, swa_error *err)
 {
     if (!rep)
         return SWA_OK;
     rep->rr.duration = swa_now() - rep->rr.started;
     rep->rr.exitcode = exitcode;
+    if (!rep->rr.incomplete_reason[0] || strstr(rep->rr.incomplete_reason, "still going"))
+        rep->rr.incomplete = false, rep->rr.incomplete_reason[0] = '\0';
     swa_status st = swa_report_write_all(&rep->rr, rep->dir, err);
     fsync(fileno(rep->jsonl));
     if (fclose(rep->jsonl) != 0 && st == SWA_OK)

@@ -69,7 +69,15 @@ swa_status swa_report_flush(swa_report *rep, swa_error *err);
 /* The results recorded so far (owned by rep). */
 const swa_run_results *swa_report_results(const swa_report *rep);
 
-/* Final rewrite with duration and exitcode, then frees rep (also on error). */
+/* How many results the run expects: until swa_report_finish says otherwise,
+ * every rewrite marks the run incomplete ("in progress, or killed"). */
+void swa_report_set_expected(swa_report *rep, int expected);
+
+/* Final rewrite with duration, exitcode and completeness (taken from
+ * final: incomplete, incomplete_reason), then frees rep (also on error). */
+swa_status swa_report_finish(swa_report *rep, const swa_run_results *final, swa_error *err);
+
+/* Final rewrite of a run that completed with exitcode (merge, tests). */
 swa_status swa_report_close(swa_report *rep, int exitcode, swa_error *err);
 
 /* ---- whole-run writers (used by the streaming writer and by merge) ------- */

@@ -17,7 +17,7 @@ struct swa_console {
     FILE *out;
     int total, done;
     int counts[4];
-    bool tty, color, verbose;
+    bool tty, color, verbose, quiet;
     bool progress_shown;
     int next_plain_percent;
     double started;
@@ -125,12 +125,16 @@ static void draw_progress(swa_console *con, const swa_result *last)
     con->progress_shown = true;
 }
 
+void swa_console_set_quiet(swa_console *con) { con->quiet = true; }
+
 void swa_console_add(swa_console *con, const swa_result *r)
 {
     if (!con)
         return;
     con->done++;
     con->counts[r->outcome]++;
+    if (con->quiet)
+        return;
     bool print = r->outcome == SWA_OUTCOME_FAILED || r->outcome == SWA_OUTCOME_ERROR || con->verbose;
     if (print) {
         char line[SWA_ID_MAX + SWA_MSG_MAX + 200];
@@ -202,17 +206,23 @@ void swa_console_write_summary(FILE *f, const swa_run_results *rr, bool color)
     int ng = collect_groups(rr, g);
     int passed, failed, error, skipped;
     swa_run_results_summary(rr, &passed, &failed, &error, &skipped);
-    fprintf(f, "\n%s%-14s %-6s %-5s %7s %7s %7s %7s%s\n", color ? BOLD : "", "backend", "device", "dtype", "passed",
+    int w = 14;
+    for (int k = 0; k < ng; k++)
+        if ((int)strlen(g[k].backend) > w)
+            w = (int)strlen(g[k].backend);
+    fprintf(f, "\n%s%-*s %-6s %-5s %7s %7s %7s %7s%s\n", color ? BOLD : "", w, "backend", "device", "dtype", "passed",
             "failed", "errors", "skipped", color ? RESET : "");
     for (int k = 0; k < ng; k++) {
-        fprintf(f, "%-14s %-6s %-5s %7d ", g[k].backend, g[k].device, swa_dtype_name(g[k].dtype), g[k].n[SWA_OUTCOME_PASSED]);
+        fprintf(f, "%-*s %-6s %-5s %7d ", w, g[k].backend, g[k].device, swa_dtype_name(g[k].dtype),
+                g[k].n[SWA_OUTCOME_PASSED]);
         if (color && g[k].n[SWA_OUTCOME_FAILED])
             fprintf(f, RED "%7d" RESET, g[k].n[SWA_OUTCOME_FAILED]);
         else
             fprintf(f, "%7d", g[k].n[SWA_OUTCOME_FAILED]);
         fprintf(f, " %7d %7d\n", g[k].n[SWA_OUTCOME_ERROR], g[k].n[SWA_OUTCOME_SKIPPED]);
     }
-    fprintf(f, "%-26s %7d %7d %7d %7d\n", "total", passed, failed, error, skipped);
+    /* the widest group name decides the first column (external backends are long) */
+    fprintf(f, "%-*s %7d %7d %7d %7d\n", w + 12, "total", passed, failed, error, skipped);
 
     int nw = collect_worst(rr, idx);
     if (nw) {
@@ -237,10 +247,28 @@ void swa_console_write_summary(FILE *f, const swa_run_results *rr, bool color)
             fputc('\n', f);
         }
     }
-    const char *verdict = failed ? "FAILED" : error ? "ERROR" : "PASSED";
+    if (rr->incomplete)
+        fprintf(f, "\n%sINCOMPLETE%s: %s\n", color ? YELLOW : "", color ? RESET : "", rr->incomplete_reason);
+    if (rr->count > 0 && passed + failed + error == 0)
+    {
+        fprintf(f, "\n%sNOTHING COMPARED%s: all %d results were skipped; this run checked no kernel. Reasons:\n",
+                color ? YELLOW : "", color ? RESET : "", skipped);
+        for (int i = 0, shown = 0; i < rr->count && shown < 3; i++) {
+            bool seen = false;
+            for (int j = 0; j < i && !seen; j++)
+                seen = !strcmp(rr->items[j].message, rr->items[i].message);
+            if (seen)
+                continue;
+            fputs("  - ", f);
+            put_clean(f, rr->items[i].message);
+            fputc('\n', f);
+            shown++;
+        }
+    }
+    const char *verdict = failed ? "FAILED" : error ? "ERROR" : rr->incomplete ? "INCOMPLETE" : "PASSED";
     fprintf(f, "\n%s%s%s: %d passed, %d failed, %d errors, %d skipped in %.1f s\n",
-            color ? (failed ? RED : error ? YELLOW : GREEN) : "", verdict, color ? RESET : "", passed, failed, error,
-            skipped, rr->duration);
+            color ? (failed ? RED : error || rr->incomplete ? YELLOW : GREEN) : "", verdict, color ? RESET : "",
+            passed, failed, error, skipped, rr->duration);
     free(g);
     free(idx);
 }

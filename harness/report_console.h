@@ -28,6 +28,9 @@ extern "C" {
  * TERM=dumb); anything else gets plain lines and a progress line every 10%. */
 swa_console *swa_console_open(FILE *out, int total, bool verbose);
 
+/* --quiet: no per-result lines and no progress; the summary stays. */
+void swa_console_set_quiet(swa_console *con);
+
 /* One finished result. */
 void swa_console_add(swa_console *con, const swa_result *r);
 

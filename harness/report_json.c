@@ -301,6 +301,11 @@ cJSON *swa_report_json(const swa_run_results *rr)
     cJSON_AddNumberToObject(root, "created_unix", rr->started);
     cJSON_AddNumberToObject(root, "duration", rr->duration);
     cJSON_AddNumberToObject(root, "exitcode", rr->exitcode);
+    cJSON_AddBoolToObject(root, "incomplete", rr->incomplete);
+    if (rr->incomplete)
+        cJSON_AddStringToObject(root, "incomplete_reason", rr->incomplete_reason);
+    if (rr->expected > 0)
+        cJSON_AddNumberToObject(root, "expected_results", rr->expected);
     cJSON_AddItemToObject(root, "environment", swa_report_environment_json(&rr->env));
     int passed, failed, error, skipped;
     swa_run_results_summary(rr, &passed, &failed, &error, &skipped);

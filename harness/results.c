@@ -43,6 +43,6 @@ int swa_run_results_summary(const swa_run_results *rr, int *passed, int *failed,
     if (skipped) *skipped = n[SWA_OUTCOME_SKIPPED];
     /* a wrong kernel is the headline: mismatches outrank runtime errors */
     if (n[SWA_OUTCOME_FAILED]) return SWA_EXIT_MISMATCH;
-    if (n[SWA_OUTCOME_ERROR]) return SWA_EXIT_RUNTIME;
+    if (n[SWA_OUTCOME_ERROR] || rr->incomplete) return SWA_EXIT_RUNTIME;
     return SWA_EXIT_OK;
 }

@@ -28,7 +28,7 @@ static inline const char *swa_outcome_name(swa_outcome o)
 typedef struct swa_result {
     char id[SWA_ID_MAX];
     char file[SWA_PATH_MAX];
-    char backend[32];
+    char backend[160];           /* built-in name, or NS:BACKEND of a plug-in / adapter */
     char device[16];
     swa_dtype dtype;
     char mutant[48];             /* "" when none */
@@ -65,6 +65,13 @@ typedef struct swa_run_results {
     const char *extra_html;
     double duration;
     int exitcode;
+    /* Truthfulness: a run that ended before every selected (case, backend)
+     * pair had a result is incomplete, in every report and in the exit
+     * code.  A report written while the run goes on says so too (a kill
+     * leaves it marked), until the run finishes. */
+    int expected;                /* pairs the run selected; 0 when unknown */
+    bool incomplete;
+    char incomplete_reason[200];
 } swa_run_results;
 
 #ifdef __cplusplus
@@ -73,7 +80,8 @@ extern "C" {
 /* Appends a copy of r (takes ownership of r->cmp's arrays). Returns 0 or -1. */
 int swa_run_results_add(swa_run_results *rr, swa_result *r);
 void swa_run_results_free(swa_run_results *rr);
-/* Counts per outcome; returns the exit code docs/spec.md gives for them. */
+/* Counts per outcome; returns the exit code docs/spec.md gives for them
+ * (an incomplete run is never 0: 1 when a mismatch was seen, else 3). */
 int swa_run_results_summary(const swa_run_results *rr, int *passed, int *failed, int *error,
                             int *skipped);
 #ifdef __cplusplus

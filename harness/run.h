@@ -69,6 +69,9 @@ void swa_run_one(const swa_run_config *cfg, swa_case_ctx *ctx, const swa_backend
 int swa_run_selected(const swa_run_config *cfg, const swa_case_list *all, const int *selected, int nsel,
                      const char *report_dir, swa_run_results *rr);
 
+/* The (case, backend) pairs a run of the selected cases would produce. */
+int swa_run_count_pairs(const swa_run_config *cfg, const swa_case_list *all, const int *selected, int nsel);
+
 /* cfg as it applies to case c: the mutant only where --mutant-only matches. */
 swa_run_config swa_config_for_case(const swa_run_config *cfg, const swa_case *c);
 

@@ -15,11 +15,16 @@
  *
  * --no-isolate (SWADIFF_NO_ISOLATE=1) runs in-process, for debuggers. */
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -193,6 +198,12 @@ static void worker_main(const swa_run_config *cfg, const swa_case_list *all, con
     _exit(0);
 }
 
+/* A signal that asks the run to stop (SIGINT, SIGTERM, SIGHUP): the loop
+ * sees it between messages, kills the worker, records the run as
+ * incomplete and writes every report before exiting. */
+static volatile sig_atomic_t stop_signal;
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
 typedef struct loop_state {
     const swa_run_config *cfg;
     const swa_case_list *all;
@@ -236,7 +247,7 @@ static void record_error(loop_state *ls, int sel, int b, const char *message)
     record(ls, &r);
 }
 
-static int count_pairs(const swa_run_config *cfg, const swa_case_list *all, const int *selected, int nsel)
+int swa_run_count_pairs(const swa_run_config *cfg, const swa_case_list *all, const int *selected, int nsel)
 {
     int total = 0;
     const swa_backend *bs[MAX_CASE_BACKENDS];
@@ -260,12 +271,14 @@ static void run_in_process(loop_state *ls)
                 record_error(ls, s, b, err.message);
             continue;
         }
-        for (int b = 0; b < nb; b++) {
+        for (int b = 0; b < nb && !stop_signal; b++) {
             swa_result r;
             run_and_explain(ls->cfg, &ctx, bs[b], &r);
             record(ls, &r);
         }
         swa_case_ctx_free(&ctx);
+        if (stop_signal)
+            return;
     }
 }
 
@@ -300,7 +313,15 @@ static void run_isolated(loop_state *ls)
         }
         if (pid == 0) {
             close(fds[0]);
+            /* never outlive the harness: a killed parent takes its worker
+             * (and, through the worker, any adapter) with it */
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() == 1)
+                _exit(0);
             signal(SIGPIPE, SIG_DFL);
+            signal(SIGINT, SIG_DFL);
+            signal(SIGTERM, SIG_DFL);
+            signal(SIGHUP, SIG_DFL);
             worker_main(ls->cfg, ls->all, ls->selected, ls->nsel, sel, b, fds[1]);
         }
         close(fds[1]);
@@ -312,6 +333,10 @@ static void run_isolated(loop_state *ls)
             if (in_flight && ls->cfg->timeout > 0) {
                 double left = deadline - swa_now();
                 wait_ms = left <= 0 ? 0 : (int)(left * 1000) + 1;
+            }
+            if (stop_signal) {
+                kill(pid, SIGKILL);
+                break;
             }
             struct pollfd pfd = {fds[0], POLLIN, 0};
             int pr = poll(&pfd, 1, wait_ms);
@@ -355,7 +380,10 @@ static void run_isolated(loop_state *ls)
         }
         close(fds[0]);
         int status = 0;
-        waitpid(pid, &status, 0);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        if (stop_signal)
+            return; /* the pair in flight has no result: the run is incomplete */
         if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && !timed_out)
             return; /* worker finished everything */
         if (in_flight) {
@@ -379,40 +407,113 @@ static void run_isolated(loop_state *ls)
     }
 }
 
+/* One run per report folder: an exclusive lock on DIR/.swadiff.lock,
+ * holding the holder's pid and command line for the message. */
+static int lock_report_dir(const char *dir, const swa_environment *env)
+{
+    char path[SWA_PATH_MAX + 32];
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "swadiff: --report %s: cannot create the folder: %s\n", dir, strerror(errno));
+        return -2;
+    }
+    snprintf(path, sizeof path, "%s/.swadiff.lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "swadiff: --report %s: cannot open %s: %s\n", dir, path, strerror(errno));
+        return -2;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char holder[600] = "";
+        ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
+        holder[n > 0 ? n : 0] = '\0';
+        char *nl = strchr(holder, '\n');
+        if (nl && nl[1] == '\0')
+            *nl = '\0';
+        fprintf(stderr, "swadiff: --report %s: another swadiff run writes this folder (%s); give each run "
+                        "its own --report folder\n", dir, holder[0] ? holder : "holder unknown");
+        close(fd);
+        return -1;
+    }
+    if (ftruncate(fd, 0) == 0) {
+        char text[1200];
+        int len = snprintf(text, sizeof text, "pid %d: %s\n", (int)getpid(), env->command_line);
+        (void)!pwrite(fd, text, (size_t)(len < (int)sizeof text ? len : (int)sizeof text - 1), 0);
+    }
+    return fd; /* held until the process exits */
+}
+
 int swa_run_selected(const swa_run_config *cfg, const swa_case_list *all, const int *selected, int nsel,
                      const char *report_dir, swa_run_results *rr)
 {
     loop_state ls = {cfg, all, selected, nsel, rr, NULL, NULL, 0, 0, false};
-    ls.total_pairs = count_pairs(cfg, all, selected, nsel);
+    ls.total_pairs = swa_run_count_pairs(cfg, all, selected, nsel);
+    rr->expected = ls.total_pairs;
+    int lock_fd = -1;
     if (report_dir) {
+        lock_fd = lock_report_dir(report_dir, &rr->env);
+        if (lock_fd < 0)
+            return SWA_EXIT_USAGE;
         swa_error err = {0};
         ls.report = swa_report_open(report_dir, &rr->env, &err);
         if (!ls.report) {
             fprintf(stderr, "swadiff: --report %s: %s\n", report_dir, err.message);
+            close(lock_fd);
             return SWA_EXIT_USAGE;
         }
+        swa_report_set_expected(ls.report, ls.total_pairs);
         /* results.jsonl gets every result at once (fsync'ed); the three
          * whole-run files are rewritten at most every 2 s and at the end */
         swa_report_set_flush_interval(ls.report, 2.0);
     }
-    if (!cfg->quiet)
-        ls.console = swa_console_open(stdout, ls.total_pairs, false);
+    /* --quiet drops the per-result lines, never the summary and verdict */
+    ls.console = swa_console_open(stdout, cfg->quiet ? 0 : ls.total_pairs, false);
+    if (ls.console && cfg->quiet)
+        swa_console_set_quiet(ls.console);
+    /* stop cleanly on a signal; a closed stdout (| head) must not kill the
+     * run: writes then fail with EPIPE and the reports are still written */
+    struct sigaction sa = {0}, old_int, old_term, old_hup, old_pipe;
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    stop_signal = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGHUP, &sa, &old_hup);
+    struct sigaction ign = {0};
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ign, &old_pipe);
     const char *no_iso = getenv("SWADIFF_NO_ISOLATE");
     if ((no_iso && *no_iso && strcmp(no_iso, "0")) || cfg->no_isolate)
         run_in_process(&ls);
     else
         run_isolated(&ls);
+    int sig = stop_signal;
     rr->duration = swa_now() - rr->started;
+    if (sig || ls.done < ls.total_pairs) {
+        rr->incomplete = true;
+        if (sig)
+            snprintf(rr->incomplete_reason, sizeof rr->incomplete_reason,
+                     "interrupted by signal %d (%s) after %d of %d results", sig, strsignal(sig), ls.done,
+                     ls.total_pairs);
+        else
+            snprintf(rr->incomplete_reason, sizeof rr->incomplete_reason, "only %d of %d results were produced",
+                     ls.done, ls.total_pairs);
+    }
     rr->exitcode = swa_run_results_summary(rr, NULL, NULL, NULL, NULL);
     if (ls.console)
         swa_console_close(ls.console, rr, report_dir);
     if (ls.report) {
         swa_error err = {0};
-        if (swa_report_close(ls.report, rr->exitcode, &err) != SWA_OK) {
+        if (swa_report_finish(ls.report, rr, &err) != SWA_OK) {
             fprintf(stderr, "swadiff: --report %s: %s\n", report_dir, err.message);
             if (rr->exitcode == SWA_EXIT_OK)
                 rr->exitcode = SWA_EXIT_RUNTIME;
         }
     }
+    if (lock_fd >= 0)
+        close(lock_fd);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
+    sigaction(SIGPIPE, &old_pipe, NULL);
     return rr->exitcode;
 }
