@@ -16,6 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "core/data.h"
 
 static const char *const CONTAINER_KEYS[] = {"description", "defaults", "cases", NULL};
 
@@ -115,7 +118,62 @@ typedef struct expander {
     swa_case_list *out;
     int capacity;
     id_set *ids;
+    size_t host_cap;        /* bytes one case's tensors may take (swa_case_host_cap) */
+    const char *host_cap_source;
+    size_t record_bytes;    /* case records loaded so far, the caller's list included */
 } expander;
+
+/* ---------------------------------------------------------------------------
+ * Memory, estimated before anything is allocated.
+ *
+ * A case whose tensors cannot fit is refused here, with its id and its
+ * bytes, so `validate` says what `run` would hit and a sweep cannot turn a
+ * small file into tens of GB.  The cap: SWADIFF_MAX_CASE_BYTES when set (a
+ * load-time cap of its own, for tests and for validating on a machine other
+ * than the one that runs); else 80% of physical memory, or
+ * SWADIFF_MAX_HOST_BYTES when that is larger (harness/run.c's run-time
+ * budget: a run may be allowed more than 80%, never less here).  A smaller
+ * SWADIFF_MAX_HOST_BYTES narrows the run, not the file's validity: the run
+ * then records the case as a runtime error, as it always did (run.c checks
+ * again before allocating). */
+
+static size_t env_bytes(const char *name)
+{
+    const char *env = getenv(name);
+    if (!env || !*env)
+        return 0;
+    char *end;
+    unsigned long long v = strtoull(env, &end, 10);
+    return *end == '\0' && env[0] != '-' ? (size_t)v : 0;
+}
+
+static size_t swa_case_host_cap(const char **source)
+{
+    size_t v = env_bytes("SWADIFF_MAX_CASE_BYTES");
+    if (v > 0) {
+        *source = "SWADIFF_MAX_CASE_BYTES";
+        return v;
+    }
+    size_t physical = SIZE_MAX;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0)
+        physical = (size_t)((double)pages * (double)page * 0.8);
+    size_t run_budget = env_bytes("SWADIFF_MAX_HOST_BYTES");
+    if (run_budget > physical) {
+        *source = "SWADIFF_MAX_HOST_BYTES";
+        return run_budget;
+    }
+    *source = "80% of physical memory; SWADIFF_MAX_CASE_BYTES overrides";
+    return physical;
+}
+
+/* What one loaded case record holds on the heap. */
+static size_t case_record_bytes(long long num_requests)
+{
+    return sizeof(swa_case) + (size_t)num_requests * 2 * sizeof(int);
+}
+
+static double gib(size_t bytes) { return (double)bytes / 1073741824.0; }
 
 static const value *pick_value(const expander *ex, int axis_index)
 {
@@ -263,6 +321,15 @@ static int expand_one(expander *ex)
                             "expected graph_capture_requests < number of requests (%lld), got %lld "
                             "(replay must run a larger batch than the captured one)", num_requests, capture->i);
 
+    /* the records themselves, before their arrays are allocated */
+    size_t record = case_record_bytes(num_requests);
+    if (ex->record_bytes + record > MAX_LOADED_RECORD_BYTES)
+        return swa_json_fail(doc, cs->err, requests_off, requests_path,
+                             "expected at most %zu bytes (%.1f GiB) of case records in one load (every expanded "
+                             "case keeps its own qo_len/kv_len arrays), got %zu bytes with case %s (%lld requests): "
+                             "sweep fewer values or use fewer requests", MAX_LOADED_RECORD_BYTES,
+                             gib(MAX_LOADED_RECORD_BYTES), ex->record_bytes + record, id, num_requests);
+
     swa_case c;
     memset(&c, 0, sizeof c);
     snprintf(c.id, sizeof c.id, "%s", id);
@@ -306,10 +373,28 @@ static int expand_one(expander *ex)
     c.return_lse = (v = field_value(ex, F_RETURN_LSE)) ? v->i != 0 : false;
     snprintf(c.expect_error, sizeof c.expect_error, "%s", cs->expect_error ? cs->expect_error : "");
 
+    /* the tensors a run would allocate for it (inputs, paged pool,
+     * references, outputs): refused here rather than as "out of memory" */
+    size_t need = swa_case_host_bytes(&c);
+    if (need > ex->host_cap) {
+        swa_case_free(&c);
+        char need_text[48];
+        if (need == SIZE_MAX)
+            snprintf(need_text, sizeof need_text, "more than can be addressed");
+        else
+            snprintf(need_text, sizeof need_text, "%zu bytes (%.2f GiB)", need, gib(need));
+        return swa_json_fail(doc, cs->err, swa_json_value_offset(doc, cs->object), cs->object_path,
+                             "expected a case whose tensors fit in %zu bytes (%.2f GiB, %s), got case %s needing %s "
+                             "of host memory (inputs, paged KV pool, references, outputs): use fewer or shorter "
+                             "requests, fewer heads or a smaller head_dim",
+                             ex->host_cap, gib(ex->host_cap), ex->host_cap_source, id, need_text);
+    }
+
     if (append_case(ex, &c)) {
         swa_case_free(&c);
         return swa_json_fail(doc, cs->err, requests_off, requests_path, "out of memory");
     }
+    ex->record_bytes += record;
     int holder = id_set_insert(ex->ids, ex->ids->base->count + ex->out->count - 1);
     if (holder == -2)
         return swa_json_fail(doc, cs->err, requests_off, requests_path, "out of memory");
@@ -347,6 +432,12 @@ static int expand_case(expander *ex, long long *budget)
                              SWA_MAX_EXPANDED_CASES, more ? "more than " : "",
                              more ? (long long)SWA_MAX_EXPANDED_CASES : file_total, sizes);
     }
+    long long loaded = (long long)ex->ids->base->count + ex->out->count;
+    if (loaded + total > MAX_LOADED_CASES)
+        return swa_json_fail(cs->doc, cs->err, swa_json_value_offset(cs->doc, cs->object), cs->object_path,
+                             "expected at most %d expanded cases in one load (all case files of a run together), "
+                             "got %lld with this case (%lld loaded before it, %lld from it)",
+                             MAX_LOADED_CASES, loaded + total, loaded, total);
     *budget -= total;
     int column;
     swa_json_line_col(cs->doc, swa_json_value_offset(cs->doc, cs->object), &cs->line, &column);
@@ -481,7 +572,10 @@ int swa_case_parse(const char *file_name, const char *text, size_t len, swa_case
     for (int i = 0; i < list->count && rc == 0; i++)
         if (id_set_insert(&ids, i) == -2)
             rc = swa_json_fail(&doc, err, 0, "", "out of memory");
-    expander ex = {NULL, file_name, stem, NULL, &fresh, 0, &ids};
+    expander ex = {NULL, file_name, stem, NULL, &fresh, 0, &ids, 0, NULL, 0};
+    ex.host_cap = swa_case_host_cap(&ex.host_cap_source);
+    for (int i = 0; i < list->count; i++)
+        ex.record_bytes += case_record_bytes(list->cases[i].num_requests);
     long long budget = SWA_MAX_EXPANDED_CASES;
     if (rc == 0) {
         const cJSON *root = doc.root;

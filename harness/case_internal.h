@@ -15,6 +15,35 @@
 #define MAX_REQUESTS 65536        /* requests of one expanded case */
 #define MAX_PAGE_SIZE 65536
 #define NAME_LEN_MAX 100
+/* The widest window a case may ask for: 2^30.  A window wider than any
+ * request (kv_len <= MAX_TOKENS = 2^24) already sees every key, so nothing
+ * is lost, and the bound keeps every window expression the backends, the
+ * reference and explain compute in int (L + 1 for AITER's S = L + 1, L + 1
+ * and L - 1 for explain's hypotheses, p - L - 1 for the mutants, kv_len - 1
+ * - L) at least 2^30 away from INT_MAX / INT_MIN.  2147483647 was accepted
+ * before and overflowed `window_left + 1` in backends/plan.h
+ * (swa_aiter_sliding_window) and in harness/explain.c. */
+#define MAX_WINDOW_LEFT (1 << 30)
+/* Scalars a fp32 kernel can hold and still be judged (README, "Adding a
+ * case file"; the schema says the same).  soft_cap: 0 (none) or in
+ * [1e-3, 1e4]: below, c * tanh(s / c) squashes every logit to +-c (and s / c
+ * leaves fp16 range in kernels that keep it there); above, the cap never
+ * binds for any score fp16/bf16 inputs produce, so the case tests nothing it
+ * claims to.  sm_scale: finite, in [1e-8, 1e4]: below, every scaled score
+ * rounds to the same exp in fp32 (attention becomes a plain average); above,
+ * softmax becomes an argmax decided by the rounding of the largest score, and
+ * scaled poison scores (+-4096 values) head for fp32's range.  Before, 1e300
+ * or 1e-300 was accepted and became inf or 0 when a kernel took it as float. */
+#define SOFT_CAP_MIN 1e-3
+#define SOFT_CAP_MAX 1e4
+#define SM_SCALE_MIN 1e-8
+#define SM_SCALE_MAX 1e4
+/* Loading caps (README, "Adding a case file"): expanded cases in one load
+ * (a run loads every path into one list), and the bytes the loaded case
+ * records take themselves (each keeps its qo_len/kv_len arrays: 100000
+ * cases of 65536 requests were 51 GB from a 330-byte file). */
+#define MAX_LOADED_CASES 200000
+#define MAX_LOADED_RECORD_BYTES ((size_t)512 << 20)
 #define PATH_N sizeof ((swa_load_error *)0)->path
 
 /* ---------------------------------------------------------------------------
@@ -39,8 +68,10 @@ typedef struct key_spec {
     const int *choices;          /* K_INT restricted to a set (head_dim) */
     int num_choices;
     const char *const *names;    /* K_ENUM, NULL-terminated */
-    bool exclusive_min;          /* K_NUM: > min instead of >= min */
+    bool exclusive_min;          /* K_NUM: > min instead of >= min (unused when num_max > 0) */
     const char *hint;            /* what the key means, for "missing" messages */
+    double num_min, num_max;     /* K_NUM: finite and in [num_min, num_max] when num_max > 0 */
+    bool zero_ok;                /* K_NUM with bounds: 0 is accepted too ("none") */
 } key_spec;
 
 extern const key_spec swa_case_keys[F_COUNT];

@@ -425,6 +425,12 @@ static bool syntax_string(syntax *s, const char *path)
                     if (!((h >= '0' && h <= '9') || (h >= 'a' && h <= 'f') || (h >= 'A' && h <= 'F')))
                         return syntax_fail(s, s->off, path, "invalid JSON: expected 4 hex digits after \\u");
                 }
+                /* valid JSON, but cJSON stores C strings: the name, key or
+                 * enum value would silently end at the NUL ("fp16\u0000x"
+                 * read as "fp16", a description cut short) */
+                if (memcmp(t + s->off + 2, "0000", 4) == 0)
+                    return syntax_fail(s, s->off, path, "expected a string without NUL characters, got the escape "
+                                       "\\u0000 (case files are read as C strings: the text would end there)");
                 s->off += 6;
                 continue;
             }
@@ -460,13 +466,19 @@ static bool syntax_container(syntax *s, int depth, bool object, const char *path
                 return syntax_fail(s, s->off, path, "invalid JSON: expected a key in double quotes, got %s",
                                    syntax_seen(s, seen, sizeof seen));
             size_t key = s->off;
-            if (!syntax_string(s, path))
-                return false;
-            /* the raw key text names the member well enough for a message */
+            /* the raw key text (escapes as written) names the member well
+             * enough for a message, also one about the key itself */
+            size_t key_end = key + 1;
+            while (key_end < s->doc->length && s->doc->text[key_end] != '"' && s->doc->text[key_end] != '\n')
+                key_end += s->doc->text[key_end] == '\\' ? 2 : 1;
+            if (key_end > s->doc->length)
+                key_end = s->doc->length;
             char name[128];
-            snprintf(name, sizeof name, "%.*s", (int)(s->off - key - 2 < 127 ? s->off - key - 2 : 127),
+            snprintf(name, sizeof name, "%.*s", (int)(key_end - key - 1 < 127 ? key_end - key - 1 : 127),
                      s->doc->text + key + 1);
             swa_json_path_key(child, sizeof child, path, name);
+            if (!syntax_string(s, child))
+                return false;
             syntax_ws(s);
             if (syntax_peek(s) != ':')
                 return syntax_fail(s, s->off, path, "invalid JSON: expected ':' after the key, got %s",

@@ -54,10 +54,10 @@ const key_spec swa_case_keys[F_COUNT] = {
     [F_LAYOUT] = {"layout", K_ENUM, false, 0, 0, NULL, 0, LAYOUT_NAMES, false, NULL},
     [F_KV_MODE] = {"kv_mode", K_ENUM, false, 0, 0, NULL, 0, KV_MODE_NAMES, false, NULL},
     [F_CAUSAL] = {"causal", K_BOOL, false, 0, 0, NULL, 0, NULL, false, NULL},
-    [F_WINDOW_LEFT] = {"window_left", K_INT, true, -1, INT_MAX, NULL, 0, NULL, false,
-                       "an integer >= -1: keys [p-L, p] are visible, -1 for no window"},
-    [F_SOFT_CAP] = {"soft_cap", K_NUM, false, 0, 0, NULL, 0, NULL, false, NULL},
-    [F_SM_SCALE] = {"sm_scale", K_NUM, false, 0, 0, NULL, 0, NULL, true, NULL},
+    [F_WINDOW_LEFT] = {"window_left", K_INT, true, -1, MAX_WINDOW_LEFT, NULL, 0, NULL, false,
+                       "an integer in [-1, 1073741824]: keys [p-L, p] are visible, -1 for no window"},
+    [F_SOFT_CAP] = {"soft_cap", K_NUM, false, 0, 0, NULL, 0, NULL, false, NULL, SOFT_CAP_MIN, SOFT_CAP_MAX, true},
+    [F_SM_SCALE] = {"sm_scale", K_NUM, false, 0, 0, NULL, 0, NULL, true, NULL, SM_SCALE_MIN, SM_SCALE_MAX, false},
     [F_BACKENDS] = {"backends", K_SPECIAL, true, 0, 0, NULL, 0, NULL, false,
                     "a list of backend names (see `swadiff list backends`)"},
     [F_TOLERANCE] = {"tolerance", K_SPECIAL, false, 0, 0, NULL, 0, NULL, false, NULL},
@@ -248,11 +248,20 @@ static int read_scalar(case_state *cs, const key_spec *spec, const cJSON *v, con
         return 0;
     }
     case K_NUM: {
-        snprintf(want, sizeof want, "a number %s 0", spec->exclusive_min ? ">" : ">=");
+        if (spec->num_max > 0)
+            snprintf(want, sizeof want, "%sa number in [%g, %g]", spec->zero_ok ? "0 or " : "", spec->num_min,
+                     spec->num_max);
+        else
+            snprintf(want, sizeof want, "a number %s 0", spec->exclusive_min ? ">" : ">=");
         if (!cJSON_IsNumber(v))
             return swa_json_fail(doc, cs->err, off, path, "expected %s, got %s", want, got);
         double x = v->valuedouble;
-        if (!isfinite(x) || (spec->exclusive_min ? !(x > 0) : !(x >= 0)))
+        bool ok;
+        if (spec->num_max > 0) /* NaN fails both comparisons; 1e999 parses as inf */
+            ok = (spec->zero_ok && x == 0) || (x >= spec->num_min && x <= spec->num_max);
+        else
+            ok = isfinite(x) && (spec->exclusive_min ? x > 0 : x >= 0);
+        if (!ok)
             return swa_json_fail(doc, cs->err, off, path, "expected %s, got %s", want, got);
         out->d = x;
         return 0;
