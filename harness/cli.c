@@ -2,6 +2,7 @@
  * selection, --shard and --backend parsing, the report environment.
  *
  * Tested end to end by tests/test_cli.c. */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -42,6 +43,78 @@ int swa_cli_load_cases(int npaths, char **paths, swa_case_list *list)
     return errors ? SWA_EXIT_USAGE : 0;
 }
 
+int swa_cli_gpu_ids(const char *device_arg, const swa_device_ops *dev, int *ids, int max, int *exit_code)
+{
+    if (!dev || dev->kind == SWA_DEVICE_HOST)
+        return 0;
+    const char *colon = device_arg ? strchr(device_arg, ':') : NULL;
+    int n = 0;
+    const char *env_name = dev->kind == SWA_DEVICE_HIP ? "HIP_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES";
+    if (colon) {
+        char list[256];
+        snprintf(list, sizeof list, "%s", colon + 1);
+        for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            char *end;
+            long id = strtol(tok, &end, 10);
+            if (end == tok || *end || id < 0 || id > 1023 || n == max) {
+                fprintf(stderr, "swadiff: --device %s: expected %s:I[,J...] with GPU indices 0..1023\n",
+                        device_arg, dev->name);
+                *exit_code = SWA_EXIT_USAGE;
+                return -1;
+            }
+            for (int k = 0; k < n; k++)
+                if (ids[k] == id) {
+                    fprintf(stderr, "swadiff: --device %s: GPU %ld named twice\n", device_arg, id);
+                    *exit_code = SWA_EXIT_USAGE;
+                    return -1;
+                }
+            ids[n++] = (int)id;
+        }
+    } else {
+        /* every visible GPU: the user's *_VISIBLE_DEVICES list, else the driver's */
+        const char *vis = getenv(env_name);
+        if (vis && *vis) {
+            char list[256];
+            snprintf(list, sizeof list, "%s", vis);
+            for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok && n < max; tok = strtok_r(NULL, ",", &save))
+                ids[n++] = atoi(tok);
+        } else {
+            DIR *d = opendir(dev->kind == SWA_DEVICE_CUDA ? "/proc/driver/nvidia/gpus" : "/nonexistent");
+            struct dirent *de;
+            while (d && (de = readdir(d)) && n < max)
+                if (de->d_name[0] != '.')
+                    ids[n] = n, n++;
+            if (d)
+                closedir(d);
+        }
+        if (n == 0)
+            ids[n++] = 0;
+        if (!(vis && *vis))
+            return n; /* the devices the driver lists: pin by index */
+    }
+    /* each named GPU must be usable on its own: probe it pinned */
+    char *saved = getenv(env_name) ? strdup(getenv(env_name)) : NULL;
+    for (int k = 0; k < n; k++) {
+        char id[16], why[512] = "";
+        snprintf(id, sizeof id, "%d", ids[k]);
+        setenv(env_name, id, 1);
+        bool ok = dev->available(why, sizeof why);
+        if (!ok) {
+            fprintf(stderr, "swadiff: --device %s: GPU %d is not usable: %s\n", device_arg, ids[k], why);
+            *exit_code = SWA_EXIT_NO_GPU;
+            n = -1;
+            break;
+        }
+    }
+    if (saved) {
+        setenv(env_name, saved, 1);
+        free(saved);
+    } else {
+        unsetenv(env_name);
+    }
+    return n;
+}
+
 const swa_device_ops *swa_cli_device(const char *name, int *exit_code)
 {
     return swa_cli_device_why(name, exit_code, NULL, 0);
@@ -65,7 +138,9 @@ const swa_device_ops *swa_cli_device_why(const char *name, int *exit_code, char 
         return gpu ? gpu : swa_device_get(SWA_DEVICE_HOST);
     }
     const char *cmake_option = NULL;
-    const swa_device_ops *d = swa_device_by_name(name, &cmake_option);
+    char base[32];
+    snprintf(base, sizeof base, "%.*s", (int)strcspn(name, ":"), name); /* "cuda:0,2" -> "cuda" */
+    const swa_device_ops *d = swa_device_by_name(base, &cmake_option);
     if (!d && !cmake_option) {
         char names[128];
         swa_device_names_text(names, sizeof names);

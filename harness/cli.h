@@ -32,6 +32,10 @@ int swa_cli_load_cases(int npaths, char **paths, swa_case_list *list);
 const swa_device_ops *swa_cli_device(const char *name, int *exit_code);
 /* The same; when auto falls back to the host, why_host says why no GPU was used. */
 const swa_device_ops *swa_cli_device_why(const char *name, int *exit_code, char *why_host, size_t why_n);
+/* The GPUs a GPU device runs on: "cuda:0,2" names them (each probed on its
+ * own), plain "cuda" means every visible one.  Returns their count (0 for
+ * the host), or -1 with *exit_code set (2 bad list, 77 a GPU not usable). */
+int swa_cli_gpu_ids(const char *device_arg, const swa_device_ops *dev, int *ids, int max, int *exit_code);
 /* Parses "I/N" (1 <= I <= N).  Returns 0 or -1. */
 int swa_cli_parse_shard(const char *s, int *index, int *count);
 /* Fills the report environment: version, git revision, host, device, the

@@ -28,7 +28,8 @@ static int run_usage(FILE *f)
             "through the backends each case names, on one device, and compares each output\n"
             "with the CPU reference.\n"
             "\n"
-            "  -d, --device D      host | cuda | hip | auto (default auto: a GPU when usable)\n"
+            "  -d, --device D      host | cuda | hip | auto (default auto: a GPU when usable);\n"
+            "                      cuda:0,2 pins workers to those GPUs, cuda alone uses every visible GPU\n"
             "  -b, --backend B     only these backends (comma-separated): %s\n"
             "                      or PLUGIN:BACKEND (a glob) of a --plugin / --adapter\n"
             "      --plugin PATH   load a C plug-in (include/swadiff/plugin.h); its backends run\n"
@@ -39,6 +40,8 @@ static int run_usage(FILE *f)
             "      --adapters FILE adapter registry (default $SWADIFF_ADAPTERS or\n"
             "                      adapters/registry.json)\n"
             "      --adapter-timeout SEC  longest an adapter may take to answer (default 600)\n"
+            "  -j, --jobs N        isolated workers pulling cases from one queue (default: the\n"
+            "                      cores for the host, one per GPU); results are the same for any N\n"
             "  -f, --filter ID     only cases whose id equals ID or matches it as a glob\n"
             "                      (repeatable; a failing id pasted back reruns exactly it)\n"
             "  -r, --report DIR    write report.json, report.html, junit.xml (and\n"
@@ -71,6 +74,7 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         {"no-explain", no_argument, 0, 'E'},   {"quiet", no_argument, 0, 'q'},
         {"no-isolate", no_argument, 0, 'I'},   {"mutant-only", required_argument, 0, 'O'},
         {"plugin", required_argument, 0, 'P'}, {"adapter", required_argument, 0, 'A'},
+        {"jobs", required_argument, 0, 'j'},
         {"adapters", required_argument, 0, 'R'}, {"adapter-timeout", required_argument, 0, 'W'},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
     };
@@ -81,6 +85,7 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
     if (!registry || !*registry)
         registry = "adapters/registry.json";
     bool backends_selected = false;
+    int jobs = 0; /* 0: the default (cores for the host, one per GPU) */
     const char *filters[64];
     int nfilters = 0, shard_i = 1, shard_n = 1;
     unsigned backend_mask = 0;
@@ -90,7 +95,7 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
     char bad[128];
     optind = 1;
     int ch;
-    while ((ch = getopt_long(argc, argv, "d:b:f:r:s:m:qh", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "d:b:f:r:s:m:j:qh", opts, NULL)) != -1) {
         switch (ch) {
         case 'd': device_name = optarg; break;
         case 'b': {
@@ -133,6 +138,16 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
                 adapters[nadapters++] = optarg;
             break;
         case 'R': registry = optarg; break;
+        case 'j': {
+            char *end;
+            long j = strtol(optarg, &end, 10);
+            if (end == optarg || *end || j < 1 || j > 1024) {
+                fprintf(stderr, "swadiff run: --jobs %s: expected a number of workers from 1 to 1024\n", optarg);
+                return SWA_EXIT_USAGE;
+            }
+            jobs = (int)j;
+            break;
+        }
         case 'W': {
             char *end;
             double t = strtod(optarg, &end);
@@ -244,6 +259,12 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         return SWA_EXIT_USAGE;
     }
 
+    if (jobs > 1 && no_isolate) {
+        fprintf(stderr, "swadiff run: --jobs %d needs isolated workers; drop --no-isolate or --jobs\n", jobs);
+        free(selected);
+        swa_case_list_free(&all);
+        return SWA_EXIT_USAGE;
+    }
     if (timeout > 0 && no_isolate) {
         fprintf(stderr, "swadiff run: --timeout needs the isolated worker: it cannot stop a (case, backend) "
                         "running in this process; drop --no-isolate or --timeout\n");
@@ -260,17 +281,32 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         swa_case_list_free(&all);
         return dev_rc;
     }
+    static int gpus[64];
+    int num_gpus = swa_cli_gpu_ids(device_name, dev, gpus, 64, &dev_rc);
+    if (num_gpus < 0) {
+        free(selected);
+        swa_case_list_free(&all);
+        return dev_rc;
+    }
+    if (jobs == 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        jobs = num_gpus > 0 ? num_gpus : cores > 0 ? (int)cores : 1;
+    }
     /* always say where the kernels ran, and why not on a GPU when auto fell back */
     char desc[400] = "";
     dev->describe(desc, sizeof desc);
-    fprintf(stderr, "swadiff: device %s (%s)%s%s\n", dev->name, desc, why_host[0] ? "; --device auto: no GPU used: " : "",
-            why_host);
+    fprintf(stderr, "swadiff: device %s (%s)%s%s; %d worker%s", dev->name, desc,
+            why_host[0] ? "; --device auto: no GPU used: " : "", why_host, no_isolate ? 1 : jobs,
+            !no_isolate && jobs > 1 ? "s" : "");
+    for (int g = 0; g < num_gpus; g++)
+        fprintf(stderr, "%s%d", g ? "," : " on GPU ", gpus[g]);
+    fputc('\n', stderr);
 
     swa_run_config cfg = {
         .device = dev, .backend_mask = backend_mask, .mutant = mutant, .dump_dir = dump_dir,
         .backends_selected = backends_selected, .external_globs = externals, .num_external_globs = nexternals,
         .timeout = timeout, .explain_failures = explain, .quiet = quiet, .no_isolate = no_isolate,
-        .mutant_only = mutant_only,
+        .mutant_only = mutant_only, .jobs = jobs, .gpus = gpus, .num_gpus = num_gpus,
         .argv0 = prog,
     };
     if (swa_run_count_pairs(&cfg, &all, selected, nsel) == 0) {

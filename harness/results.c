@@ -46,3 +46,17 @@ int swa_run_results_summary(const swa_run_results *rr, int *passed, int *failed,
     if (n[SWA_OUTCOME_ERROR] || rr->incomplete) return SWA_EXIT_RUNTIME;
     return SWA_EXIT_OK;
 }
+
+void swa_run_results_sort(swa_run_results *rr)
+{
+    /* insertion sort: stable, and results arrive nearly in order */
+    for (int i = 1; i < rr->count; i++) {
+        swa_result key = rr->items[i];
+        int j = i - 1;
+        while (j >= 0 && rr->items[j].seq > key.seq) {
+            rr->items[j + 1] = rr->items[j];
+            j--;
+        }
+        rr->items[j + 1] = key;
+    }
+}

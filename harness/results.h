@@ -44,6 +44,7 @@ typedef struct swa_result {
     char reproduce[1024];        /* command line that reruns this case alone */
     /* shape summary for the HTML heatmap captions */
     int num_requests, total_qo, num_qo_heads, num_kv_heads, head_dim, window_left;
+    int seq;                     /* pair index in the run's order (not written): reports list results by it */
 } swa_result;
 
 typedef struct swa_environment {
@@ -80,6 +81,8 @@ extern "C" {
 /* Appends a copy of r (takes ownership of r->cmp's arrays). Returns 0 or -1. */
 int swa_run_results_add(swa_run_results *rr, swa_result *r);
 void swa_run_results_free(swa_run_results *rr);
+/* Orders the results by seq (stable): the same list for any number of workers. */
+void swa_run_results_sort(swa_run_results *rr);
 /* Counts per outcome; returns the exit code docs/spec.md gives for them
  * (an incomplete run is never 0: 1 when a mismatch was seen, else 3). */
 int swa_run_results_summary(const swa_run_results *rr, int *passed, int *failed, int *error,

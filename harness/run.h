@@ -28,6 +28,9 @@ typedef struct swa_run_config {
     bool explain_failures;      /* attach a diagnosis to failing results */
     bool quiet;                 /* no console lines (selftest) */
     bool no_isolate;            /* run in-process instead of a worker (debuggers) */
+    int jobs;                   /* isolated workers pulling cases from one queue (0: 1) */
+    const int *gpus;            /* GPU ids the workers are pinned to, round robin (num_gpus 0: none) */
+    int num_gpus;
     /* for reproduce commands: the program name as the user typed it */
     const char *argv0;
 } swa_run_config;
@@ -68,6 +71,10 @@ void swa_run_one(const swa_run_config *cfg, swa_case_ctx *ctx, const swa_backend
  * report files.  Fills rr; returns the exit code. */
 int swa_run_selected(const swa_run_config *cfg, const swa_case_list *all, const int *selected, int nsel,
                      const char *report_dir, swa_run_results *rr);
+
+/* In a worker: BLAS threads so that `jobs` workers share the cores
+ * without oversubscribing them (defined in run_loop.c). */
+void swa_run_worker_threads(int jobs);
 
 /* The (case, backend) pairs a run of the selected cases would produce. */
 int swa_run_count_pairs(const swa_run_config *cfg, const swa_case_list *all, const int *selected, int nsel);

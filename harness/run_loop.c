@@ -28,12 +28,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cblas.h>
+
 #include "harness/report_console.h"
 #include "harness/explain.h"
 #include "harness/report.h"
 #include "harness/run.h"
 
-enum { MSG_START = 1, MSG_RESULT = 2, MSG_CASE_ERROR = 3 };
+enum { MSG_START = 1, MSG_RESULT = 2, MSG_CASE_ERROR = 3, MSG_IDLE = 4 };
 
 typedef struct msg_header {
     int type;
@@ -149,51 +151,59 @@ static int receive_matrix(int fd, swa_result *r, int count)
     return 0;
 }
 
-/* Runs pairs from (sel0, b0) on; exits 0 when done, 4 after a device error
- * (the parent restarts a fresh process). */
-static void worker_main(const swa_run_config *cfg, const swa_case_list *all, const int *selected,
-                        int nsel, int sel0, int b0, int fd)
+/* A worker: reads commands {sel, b0} ("run case sel from its backend b0
+ * on") until {-1}, answers MSG_START / MSG_RESULT / MSG_CASE_ERROR and one
+ * MSG_IDLE per command; exits 0 at the end, 4 after a sticky device error
+ * (the parent starts a fresh one). */
+typedef struct worker_cmd { int sel, b0; } worker_cmd;
+
+static void worker_main(const swa_run_config *cfg, const swa_case_list *all, const int *selected, int cmd_fd,
+                        int fd)
 {
     const char *fault = getenv("SWADIFF_TEST_FAULT");
     const char *hang = getenv("SWADIFF_TEST_HANG");
-    for (int s = sel0; s < nsel; s++) {
+    worker_cmd cmd;
+    while (read_all(cmd_fd, &cmd, sizeof cmd) == 0 && cmd.sel >= 0) {
+        int s = cmd.sel;
         const swa_case *c = &all->cases[selected[s]];
         const swa_backend *bs[MAX_CASE_BACKENDS];
         int nb = case_backends(cfg, c, bs);
-        int first = s == sel0 ? b0 : 0;
-        if (first >= nb)
-            continue;
-        msg_header start = {MSG_START, s, first, 0};
-        write_all(fd, &start, sizeof start);
-        if (fault && fnmatch(fault, c->id, 0) == 0)
-            raise(SIGSEGV);
-        if (hang && fnmatch(hang, c->id, 0) == 0)
-            for (;;)
-                pause();
-        swa_case_ctx ctx;
-        swa_error err = {0};
-        if (swa_case_ctx_init_dump(&ctx, c, cfg->device, cfg->dump_dir, &err) != SWA_OK) {
-            msg_header h = {MSG_CASE_ERROR, s, first, 0};
-            write_all(fd, &h, sizeof h);
-            write_all(fd, &err, sizeof err);
-            if (err.status == SWA_ERR_DEVICE)
-                _exit(4);
-            continue;
-        }
-        for (int b = first; b < nb; b++) {
-            msg_header st = {MSG_START, s, b, 0};
-            write_all(fd, &st, sizeof st);
-            swa_result r;
-            run_and_explain(cfg, &ctx, bs[b], &r);
-            send_result(fd, s, b, &r);
-            bool device_fault = r.outcome == SWA_OUTCOME_ERROR && r.error_status == SWA_ERR_DEVICE;
-            swa_compare_result_free(&r.cmp);
-            if (device_fault) {
+        int first = cmd.b0;
+        if (first < nb) {
+            msg_header start = {MSG_START, s, first, 0};
+            write_all(fd, &start, sizeof start);
+            if (fault && fnmatch(fault, c->id, 0) == 0)
+                raise(SIGSEGV);
+            if (hang && fnmatch(hang, c->id, 0) == 0)
+                for (;;)
+                    pause();
+            swa_case_ctx ctx;
+            swa_error err = {0};
+            if (swa_case_ctx_init_dump(&ctx, c, cfg->device, cfg->dump_dir, &err) != SWA_OK) {
+                msg_header h = {MSG_CASE_ERROR, s, first, 0};
+                write_all(fd, &h, sizeof h);
+                write_all(fd, &err, sizeof err);
+                if (err.status == SWA_ERR_DEVICE)
+                    _exit(4);
+            } else {
+                for (int bi = first; bi < nb; bi++) {
+                    msg_header st = {MSG_START, s, bi, 0};
+                    write_all(fd, &st, sizeof st);
+                    swa_result r;
+                    run_and_explain(cfg, &ctx, bs[bi], &r);
+                    send_result(fd, s, bi, &r);
+                    bool device_fault = r.outcome == SWA_OUTCOME_ERROR && r.error_status == SWA_ERR_DEVICE;
+                    swa_compare_result_free(&r.cmp);
+                    if (device_fault) {
+                        swa_case_ctx_free(&ctx);
+                        _exit(4);
+                    }
+                }
                 swa_case_ctx_free(&ctx);
-                _exit(4);
             }
         }
-        swa_case_ctx_free(&ctx);
+        msg_header idle = {MSG_IDLE, s, 0, 0};
+        write_all(fd, &idle, sizeof idle);
     }
     _exit(0);
 }
@@ -215,11 +225,13 @@ typedef struct loop_state {
     int done;
     int total_pairs;
     bool report_warned;
+    int *first_pair;   /* [nsel] pair index of each selected case's first backend */
 } loop_state;
 
-static void record(loop_state *ls, swa_result *r)
+static void record(loop_state *ls, swa_result *r, int sel, int b)
 {
     ls->done++;
+    r->seq = ls->first_pair ? ls->first_pair[sel] + b : ls->done;
     if (ls->report) {
         swa_error err = {0};
         if (swa_report_add(ls->report, r, &err) != SWA_OK && !ls->report_warned) {
@@ -244,7 +256,7 @@ static void record_error(loop_state *ls, int sel, int b, const char *message)
     swa_result_init(ls->cfg, c, bs[b]->name, &r);
     r.outcome = SWA_OUTCOME_ERROR;
     snprintf(r.message, sizeof r.message, "%s", message);
-    record(ls, &r);
+    record(ls, &r, sel, b);
 }
 
 int swa_run_count_pairs(const swa_run_config *cfg, const swa_case_list *all, const int *selected, int nsel)
@@ -274,7 +286,7 @@ static void run_in_process(loop_state *ls)
         for (int b = 0; b < nb && !stop_signal; b++) {
             swa_result r;
             run_and_explain(ls->cfg, &ctx, bs[b], &r);
-            record(ls, &r);
+            record(ls, &r, s, b);
         }
         swa_case_ctx_free(&ctx);
         if (stop_signal)
@@ -292,119 +304,259 @@ static void describe_exit(int status, char *buf, size_t n)
         snprintf(buf, n, "the worker process exited with status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
+void swa_run_worker_threads(int jobs)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int per = jobs > 0 && cores > 0 ? (int)(cores / jobs) : 1;
+    openblas_set_num_threads(per > 0 ? per : 1);
+}
+
+/* One isolated worker as the parent sees it. */
+typedef struct worker {
+    pid_t pid;             /* 0: not running */
+    int cmd_fd, res_fd;    /* parent ends */
+    int slot;              /* which GPU / lane: SWADIFF_WORKER_SLOT, CUDA/HIP_VISIBLE_DEVICES */
+    bool busy;             /* a command is in flight */
+    int cmd_sel;           /* the case of that command */
+    int cur_sel, cur_b;    /* the pair in flight (after MSG_START) */
+    bool in_flight;
+    double deadline;
+    int failures;          /* consecutive deaths without a result */
+} worker;
+
+static int start_worker(loop_state *ls, worker *w)
+{
+    int cmd[2], res[2];
+    if (pipe(cmd) != 0)
+        return -1;
+    if (pipe(res) != 0) {
+        close(cmd[0]);
+        close(cmd[1]);
+        return -1;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(cmd[0]); close(cmd[1]); close(res[0]); close(res[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(cmd[1]);
+        close(res[0]);
+        /* never outlive the harness: a killed parent takes its worker
+         * (and, through the worker, any adapter) with it */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() == 1)
+            _exit(0);
+        signal(SIGPIPE, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        /* pin this worker before the device runtime starts (it starts here,
+         * never in the parent): one GPU per worker */
+        const swa_run_config *cfg = ls->cfg;
+        if (cfg->num_gpus > 0) {
+            char id[16];
+            snprintf(id, sizeof id, "%d", cfg->gpus[w->slot % cfg->num_gpus]);
+            setenv(cfg->device->kind == SWA_DEVICE_HIP ? "HIP_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES", id, 1);
+        }
+        swa_run_worker_threads(cfg->jobs);
+        worker_main(cfg, ls->all, ls->selected, cmd[0], res[1]);
+    }
+    close(cmd[0]);
+    close(res[1]);
+    w->pid = pid;
+    w->cmd_fd = cmd[1];
+    w->res_fd = res[0];
+    w->busy = w->in_flight = false;
+    return 0;
+}
+
+static void stop_worker(worker *w, bool kill_it, int *status)
+{
+    if (!w->pid)
+        return;
+    if (kill_it)
+        kill(w->pid, SIGKILL);
+    close(w->cmd_fd);
+    close(w->res_fd);
+    int st = 0;
+    while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (status)
+        *status = st;
+    w->pid = 0;
+}
+
+static bool send_cmd(worker *w, int sel, int b0)
+{
+    worker_cmd cmd = {sel, b0};
+    w->busy = true;
+    w->cmd_sel = sel;
+    w->cur_sel = sel;
+    w->cur_b = b0;
+    w->in_flight = false;
+    return write_all(w->cmd_fd, &cmd, sizeof cmd) == 0;
+}
+
+/* Reads one message of w; returns false when the worker is gone. */
+static bool read_message(loop_state *ls, worker *w)
+{
+    msg_header h;
+    if (read_all(w->res_fd, &h, sizeof h) != 0)
+        return false;
+    if (h.type == MSG_START) {
+        w->cur_sel = h.sel;
+        w->cur_b = h.backend;
+        w->in_flight = true;
+        w->deadline = swa_now() + ls->cfg->timeout;
+    } else if (h.type == MSG_RESULT) {
+        swa_result r;
+        if (read_all(w->res_fd, &r, sizeof r) != 0 || receive_matrix(w->res_fd, &r, h.ratio_count) != 0)
+            return false;
+        record(ls, &r, h.sel, h.backend);
+        w->in_flight = false;
+        w->failures = 0;
+        w->cur_sel = h.sel;
+        w->cur_b = h.backend + 1;
+    } else if (h.type == MSG_CASE_ERROR) {
+        swa_error err;
+        if (read_all(w->res_fd, &err, sizeof err) != 0)
+            return false;
+        const swa_backend *bs[MAX_CASE_BACKENDS];
+        int nb = case_backends(ls->cfg, &ls->all->cases[ls->selected[h.sel]], bs);
+        for (int k = h.backend; k < nb; k++)
+            record_error(ls, h.sel, k, err.message);
+        w->in_flight = false;
+        w->cur_b = nb;
+    } else if (h.type == MSG_IDLE) {
+        w->busy = false;
+        w->in_flight = false;
+    }
+    return true;
+}
+
+/* N isolated workers pull whole cases (one context, every backend) from one
+ * queue in selection order.  A worker that dies or overruns --timeout costs
+ * the pair in flight; a fresh worker takes the rest of that case.  Results
+ * carry their pair index, so the reports are the same for any N. */
 static void run_isolated(loop_state *ls)
 {
-    int sel = 0, b = 0; /* next pair to run */
-    while (sel < ls->nsel) {
-        int fds[2];
-        if (pipe(fds) != 0) {
-            perror("swadiff: pipe");
-            run_in_process(ls);
-            return;
-        }
-        fflush(NULL);
-        pid_t pid = fork();
-        if (pid < 0) {
-            perror("swadiff: fork");
-            close(fds[0]);
-            close(fds[1]);
-            run_in_process(ls);
-            return;
-        }
-        if (pid == 0) {
-            close(fds[0]);
-            /* never outlive the harness: a killed parent takes its worker
-             * (and, through the worker, any adapter) with it */
-            prctl(PR_SET_PDEATHSIG, SIGKILL);
-            if (getppid() == 1)
-                _exit(0);
-            signal(SIGPIPE, SIG_DFL);
-            signal(SIGINT, SIG_DFL);
-            signal(SIGTERM, SIG_DFL);
-            signal(SIGHUP, SIG_DFL);
-            worker_main(ls->cfg, ls->all, ls->selected, ls->nsel, sel, b, fds[1]);
-        }
-        close(fds[1]);
-        int cur_sel = sel, cur_b = b;
-        bool in_flight = false, timed_out = false;
-        double deadline = 0;
-        for (;;) {
-            int wait_ms = -1;
-            if (in_flight && ls->cfg->timeout > 0) {
-                double left = deadline - swa_now();
-                wait_ms = left <= 0 ? 0 : (int)(left * 1000) + 1;
-            }
-            if (stop_signal) {
-                kill(pid, SIGKILL);
-                break;
-            }
-            struct pollfd pfd = {fds[0], POLLIN, 0};
-            int pr = poll(&pfd, 1, wait_ms);
-            if (pr < 0 && errno == EINTR)
-                continue;
-            if (pr == 0) {
-                timed_out = true;
-                kill(pid, SIGKILL);
-                break;
-            }
-            msg_header h;
-            if (read_all(fds[0], &h, sizeof h) != 0)
-                break; /* worker gone */
-            if (h.type == MSG_START) {
-                cur_sel = h.sel;
-                cur_b = h.backend;
-                in_flight = true;
-                deadline = swa_now() + ls->cfg->timeout;
-            } else if (h.type == MSG_RESULT) {
-                swa_result r;
-                if (read_all(fds[0], &r, sizeof r) != 0)
-                    break;
-                if (receive_matrix(fds[0], &r, h.ratio_count) != 0)
-                    break;
-                record(ls, &r);
-                in_flight = false;
-                cur_sel = h.sel;
-                cur_b = h.backend + 1;
-            } else if (h.type == MSG_CASE_ERROR) {
-                swa_error err;
-                if (read_all(fds[0], &err, sizeof err) != 0)
-                    break;
-                const swa_backend *bs[MAX_CASE_BACKENDS];
-                int nb = case_backends(ls->cfg, &ls->all->cases[ls->selected[h.sel]], bs);
-                for (int k = h.backend; k < nb; k++)
-                    record_error(ls, h.sel, k, err.message);
-                in_flight = false;
-                cur_sel = h.sel + 1;
-                cur_b = 0;
-            }
-        }
-        close(fds[0]);
-        int status = 0;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
-        if (stop_signal)
-            return; /* the pair in flight has no result: the run is incomplete */
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && !timed_out)
-            return; /* worker finished everything */
-        if (in_flight) {
-            char msg[256];
-            if (timed_out)
-                snprintf(msg, sizeof msg, "timeout: no result within %.3g s (--timeout); the worker was killed",
-                         ls->cfg->timeout);
-            else
-                describe_exit(status, msg, sizeof msg);
-            record_error(ls, cur_sel, cur_b, msg);
-            cur_b++;
-        }
-        /* resume at the next pair */
-        sel = cur_sel;
-        b = cur_b;
-        const swa_backend *bs[MAX_CASE_BACKENDS];
-        while (sel < ls->nsel && b >= case_backends(ls->cfg, &ls->all->cases[ls->selected[sel]], bs)) {
-            sel++;
-            b = 0;
-        }
+    int jobs = ls->cfg->jobs > 0 ? ls->cfg->jobs : 1;
+    if (jobs > ls->nsel)
+        jobs = ls->nsel > 0 ? ls->nsel : 1;
+    worker *ws = calloc((size_t)jobs, sizeof *ws);
+    int *resume_b = calloc((size_t)ls->nsel + 1, sizeof *resume_b); /* requeued remainder of a case */
+    int *requeue = calloc((size_t)ls->nsel + 1, sizeof *requeue);
+    struct pollfd *pfd = calloc((size_t)jobs, sizeof *pfd);
+    if (!ws || !resume_b || !requeue || !pfd) {
+        free(ws); free(resume_b); free(requeue); free(pfd);
+        run_in_process(ls);
+        return;
     }
+    int next = 0, nrequeue = 0, live = 0;
+    for (int i = 0; i < jobs; i++) {
+        ws[i].slot = i;
+        if (start_worker(ls, &ws[i]) == 0)
+            live++;
+    }
+    if (!live) {
+        perror("swadiff: cannot start a worker process");
+        free(ws); free(resume_b); free(requeue); free(pfd);
+        run_in_process(ls);
+        return;
+    }
+    for (;;) {
+        if (stop_signal)
+            break;
+        /* hand out work */
+        bool pending = false;
+        for (int i = 0; i < jobs; i++) {
+            worker *w = &ws[i];
+            if (!w->pid || w->busy)
+                continue;
+            if (nrequeue > 0) {
+                int sel = requeue[--nrequeue];
+                if (!send_cmd(w, sel, resume_b[sel]))
+                    w->busy = true; /* the poll below sees the worker gone */
+            } else if (next < ls->nsel) {
+                if (!send_cmd(w, next, 0))
+                    w->busy = true;
+                next++;
+            }
+        }
+        int nfd = 0;
+        int wait_ms = -1;
+        for (int i = 0; i < jobs; i++) {
+            pfd[i] = (struct pollfd){ws[i].pid && ws[i].busy ? ws[i].res_fd : -1, POLLIN, 0};
+            if (ws[i].pid && ws[i].busy) {
+                pending = true;
+                nfd++;
+                if (ws[i].in_flight && ls->cfg->timeout > 0) {
+                    double left = ws[i].deadline - swa_now();
+                    int ms = left <= 0 ? 0 : (int)(left * 1000) + 1;
+                    if (wait_ms < 0 || ms < wait_ms)
+                        wait_ms = ms;
+                }
+            }
+        }
+        if (!pending)
+            break; /* queue empty, every worker idle */
+        int pr = poll(pfd, (nfds_t)jobs, wait_ms);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        for (int i = 0; i < jobs; i++) {
+            worker *w = &ws[i];
+            if (!w->pid || !w->busy)
+                continue;
+            bool timed_out = w->in_flight && ls->cfg->timeout > 0 && swa_now() >= w->deadline;
+            bool gone = false;
+            if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
+                gone = !read_message(ls, w);
+            else if (timed_out)
+                gone = true;
+            if (!gone)
+                continue;
+            int status = 0;
+            stop_worker(w, true, &status);
+            if (w->in_flight) {
+                char msg[256];
+                if (timed_out)
+                    snprintf(msg, sizeof msg, "timeout: no result within %.3g s (--timeout); the worker was killed",
+                             ls->cfg->timeout);
+                else
+                    describe_exit(status, msg, sizeof msg);
+                record_error(ls, w->cur_sel, w->cur_b, msg);
+                w->cur_b++;
+            }
+            /* the rest of the case goes back to the queue */
+            const swa_backend *bs[MAX_CASE_BACKENDS];
+            if (w->busy && w->cur_b < case_backends(ls->cfg, &ls->all->cases[ls->selected[w->cur_sel]], bs)) {
+                resume_b[w->cur_sel] = w->cur_b;
+                requeue[nrequeue++] = w->cur_sel;
+            }
+            w->busy = w->in_flight = false;
+            /* a worker that keeps dying without a result is retired (a GPU
+             * that fails for good); the others take the queue */
+            if (++w->failures < 3 || live == 1)
+                start_worker(ls, w);
+            if (!w->pid)
+                live--;
+        }
+        if (!live)
+            break;
+    }
+    for (int i = 0; i < jobs; i++) {
+        if (!ws[i].pid)
+            continue;
+        worker_cmd quit = {-1, 0};
+        write_all(ws[i].cmd_fd, &quit, sizeof quit);
+        stop_worker(&ws[i], stop_signal != 0, NULL);
+    }
+    free(ws);
+    free(resume_b);
+    free(requeue);
+    free(pfd);
 }
 
 /* One run per report folder: an exclusive lock on DIR/.swadiff.lock,
@@ -445,8 +597,14 @@ static int lock_report_dir(const char *dir, const swa_environment *env)
 int swa_run_selected(const swa_run_config *cfg, const swa_case_list *all, const int *selected, int nsel,
                      const char *report_dir, swa_run_results *rr)
 {
-    loop_state ls = {cfg, all, selected, nsel, rr, NULL, NULL, 0, 0, false};
+    loop_state ls = {cfg, all, selected, nsel, rr, NULL, NULL, 0, 0, false, NULL};
     ls.total_pairs = swa_run_count_pairs(cfg, all, selected, nsel);
+    ls.first_pair = malloc(((size_t)nsel + 1) * sizeof *ls.first_pair);
+    for (int s = 0, at = 0; ls.first_pair && s < nsel; s++) {
+        const swa_backend *bs[MAX_CASE_BACKENDS];
+        ls.first_pair[s] = at;
+        at += case_backends(cfg, &all->cases[selected[s]], bs);
+    }
     rr->expected = ls.total_pairs;
     int lock_fd = -1;
     if (report_dir) {
@@ -487,6 +645,9 @@ int swa_run_selected(const swa_run_config *cfg, const swa_case_list *all, const 
     else
         run_isolated(&ls);
     int sig = stop_signal;
+    free(ls.first_pair);
+    /* results arrive in any order from N workers: list them in pair order */
+    swa_run_results_sort(rr);
     rr->duration = swa_now() - rr->started;
     if (sig || ls.done < ls.total_pairs) {
         rr->incomplete = true;

@@ -104,7 +104,8 @@ static pid_t start_hanging_run(void)
         setenv("SWADIFF_TEST_HANG", THIRD, 1);
         if (!freopen(log, "w", stdout) || !freopen("/dev/null", "w", stderr))
             _exit(127);
-        execl(SWADIFF_BINARY, SWADIFF_BINARY, "run", "--device", "host", "--report", rep, FIVE, (char *)NULL);
+        execl(SWADIFF_BINARY, SWADIFF_BINARY, "run", "--device", "host", "--jobs", "1", "--report", rep, FIVE,
+              (char *)NULL);
         _exit(127);
     }
     for (int i = 0; i < 400 && lines_in(jsonl) < 3; i++) /* header + 2 results */

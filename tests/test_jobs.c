@@ -1,0 +1,145 @@
+/* test_jobs.c — `--jobs N`: isolated workers pulling cases from one queue.
+ * The promise: results, reports and exit codes are the same for any N and
+ * any arrival order (apart from timings); a worker that crashes costs its
+ * pair only; bad values are usage errors.
+ *
+ * Runs the built binary (SWADIFF_BINARY). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <cjson/cJSON.h>
+
+#define CASES SWADIFF_SOURCE_DIR "/cases/window_edges.json " SWADIFF_SOURCE_DIR "/tests/data/cli/five.json"
+
+static char tmpdir[256];
+static char out[1 << 16];
+
+static void make_tmp(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/swadiff-jobs-XXXXXX");
+    cr_assert(mkdtemp(tmpdir));
+}
+
+static void remove_tmp(void)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    (void)!system(cmd);
+}
+
+TestSuite(jobs, .init = make_tmp, .fini = remove_tmp, .timeout = 200);
+
+static int sh(const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    char full[4200];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    cr_assert(p);
+    size_t k = fread(out, 1, sizeof out - 1, p);
+    out[k] = '\0';
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* report.json without what may differ between runs: times, the command line. */
+static char *report_data(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/report.json", dir);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "no %s", path);
+    static char text[1 << 23];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    cJSON *j = cJSON_Parse(text);
+    cr_assert(j);
+    const char *drop[] = {"created", "created_unix", "duration", "environment"};
+    for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++)
+        cJSON_DeleteItemFromObject(j, drop[i]);
+    cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(j, "cases"))
+    {
+        cJSON_DeleteItemFromObject(c, "duration");
+        cJSON *repro = cJSON_GetObjectItem(c, "reproduce");
+        (void)repro;
+    }
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return s;
+}
+
+Test(jobs, any_number_of_workers_gives_the_same_report)
+{
+    char *base = NULL;
+    int jobs[] = {1, 2, 7};
+    for (int i = 0; i < 3; i++) {
+        char dir[300];
+        snprintf(dir, sizeof dir, "%s/j%d", tmpdir, jobs[i]);
+        /* a mutant makes failures (with diagnoses and matrices) part of what must agree */
+        int rc = sh("'%s' run --device host --jobs %d --mutant left_bound_minus1 --report '%s' -q %s", SWADIFF_BINARY,
+                    jobs[i], dir, CASES);
+        cr_expect_eq(rc, 1, "--jobs %d: exit %d\n%s", jobs[i], rc, out);
+        char *data = report_data(dir);
+        if (!base)
+            base = data;
+        else {
+            cr_expect(strcmp(base, data) == 0, "--jobs %d gives another report than --jobs 1", jobs[i]);
+            free(data);
+        }
+    }
+    free(base);
+}
+
+Test(jobs, more_workers_than_cases_is_fine)
+{
+    cr_expect_eq(sh("'%s' run --device host --jobs 64 -q '%s'", SWADIFF_BINARY,
+                    SWADIFF_SOURCE_DIR "/tests/data/cli/five.json"), 0, "%s", out);
+    cr_expect(strstr(out, "PASSED: 5 passed"), "%s", out);
+}
+
+Test(jobs, bad_job_counts_are_usage_errors)
+{
+    const char *bad[] = {"0", "-1", "x", "2000"};
+    for (int i = 0; i < 4; i++) {
+        cr_expect_eq(sh("'%s' run --device host --jobs %s '%s'", SWADIFF_BINARY, bad[i],
+                        SWADIFF_SOURCE_DIR "/tests/data/cli/five.json"), 2, "--jobs %s: %s", bad[i], out);
+        cr_expect(strstr(out, "--jobs"), "%s", out);
+    }
+    cr_expect_eq(sh("'%s' run --device host --jobs 2 --no-isolate '%s'", SWADIFF_BINARY,
+                    SWADIFF_SOURCE_DIR "/tests/data/cli/five.json"), 2, "%s", out);
+}
+
+/* A worker that crashes in case 3 of 5 costs that pair; the other workers
+ * (and the restarted one) produce the rest. */
+Test(jobs, a_crashing_worker_costs_its_pair_only)
+{
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/crash", tmpdir);
+    int rc = sh("SWADIFF_TEST_FAULT='five/five:r0.kv_len=65' '%s' run --device host --jobs 2 --report '%s' -q '%s'",
+                SWADIFF_BINARY, dir, SWADIFF_SOURCE_DIR "/tests/data/cli/five.json");
+    cr_expect_eq(rc, 3, "%s", out);
+    cr_expect(strstr(out, "4 passed, 0 failed, 1 errors"), "%s", out);
+}
+
+/* A GPU index that does not exist is refused before anything runs. */
+Test(jobs, a_gpu_that_does_not_exist_is_refused)
+{
+    int rc = sh("'%s' run --device cuda:999 '%s'", SWADIFF_BINARY, SWADIFF_SOURCE_DIR "/tests/data/cli/five.json");
+    cr_expect_eq(rc, 77, "%s", out);
+    cr_expect_eq(sh("'%s' run --device cuda:0,0 '%s'", SWADIFF_BINARY, SWADIFF_SOURCE_DIR "/tests/data/cli/five.json"),
+#ifdef SWADIFF_HAVE_CUDA
+                 2,
+#else
+                 77,
+#endif
+                 "%s", out);
+}
