@@ -71,6 +71,12 @@ int swa_cli_gpu_ids(const char *device_arg, const swa_device_ops *dev, int *ids,
             ids[n++] = (int)id;
         }
     } else {
+        /* under `ctest --resource-spec-file`, the GPU CTest allotted */
+        const char *ctest = getenv("CTEST_RESOURCE_GROUP_COUNT") ? getenv("CTEST_RESOURCE_GROUP_0_GPUS") : NULL;
+        if (ctest && strncmp(ctest, "id:", 3) == 0) {
+            ids[0] = atoi(ctest + 3);
+            return 1;
+        }
         /* every visible GPU: the user's *_VISIBLE_DEVICES list, else the driver's */
         const char *vis = getenv(env_name);
         if (vis && *vis) {

@@ -370,17 +370,25 @@ int swa_cmd_validate(int argc, char **argv)
 
 static int list_usage(FILE *f)
 {
-    fprintf(f, "usage: swadiff list backends | devices | mutants | cases [CASES...]\n");
+    fprintf(f, "usage: swadiff list backends | devices | mutants | cases [CASES...]\n"
+               "       swadiff list devices --ctest-resource-spec FILE   (CTest resource spec: one slot per GPU)\n");
     return f == stdout ? SWA_EXIT_OK : SWA_EXIT_USAGE;
 }
 
 int swa_cmd_list(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
+                                         {"ctest-resource-spec", required_argument, 0, 'R'},
+                                         {0, 0, 0, 0}};
     optind = 1;
     int ch;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1)
-        return ch == 'h' ? list_usage(stdout) : list_usage(stderr);
+    const char *spec_path = NULL;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (ch == 'R')
+            spec_path = optarg;
+        else
+            return ch == 'h' ? list_usage(stdout) : list_usage(stderr);
+    }
     if (optind >= argc)
         return list_usage(stderr);
     const char *what = argv[optind];
@@ -391,6 +399,37 @@ int swa_cmd_list(int argc, char **argv)
             printf("%-14s api %d  lse %-6s %s\n", bs[i]->name, bs[i]->api_version,
                    bs[i]->lse_base == 2.0 ? "base-2" : bs[i]->lse_base == 0 ? "none" : "natural",
                    bs[i]->description);
+        return SWA_EXIT_OK;
+    }
+    if (spec_path && strcmp(what, "devices") != 0) {
+        fprintf(stderr, "swadiff list: --ctest-resource-spec goes with `list devices`\n");
+        return SWA_EXIT_USAGE;
+    }
+    if (spec_path) {
+        /* a CTest resource spec: one "gpus" slot per usable GPU of the
+         * first GPU device (cmake/SwadiffCases.cmake asks for gpus:1) */
+        const char *path = spec_path;
+        char why[512] = "";
+        int ids[64], n = 0, rc = 0;
+        const swa_device_ops *gpu = swa_device_first_gpu(why, sizeof why);
+        if (gpu)
+            n = swa_cli_gpu_ids(gpu->name, gpu, ids, 64, &rc);
+        FILE *f = fopen(path, "w");
+        if (!f) {
+            fprintf(stderr, "swadiff: cannot write %s: %s\n", path, strerror(errno));
+            return SWA_EXIT_RUNTIME;
+        }
+        fprintf(f, "{\n  \"version\": {\"major\": 1, \"minor\": 0},\n  \"local\": [\n    {\n      \"gpus\": [");
+        for (int i = 0; i < (n > 0 ? n : 0); i++)
+            fprintf(f, "%s{\"id\": \"%d\", \"slots\": 1}", i ? ", " : "", ids[i]);
+        fprintf(f, "]\n    }\n  ]\n}\n");
+        if (fclose(f) != 0) {
+            fprintf(stderr, "swadiff: writing %s failed: %s\n", path, strerror(errno));
+            return SWA_EXIT_RUNTIME;
+        }
+        printf("%s: %d GPU slot(s)%s%s\n", path, n > 0 ? n : 0, gpu ? "" : " (no usable GPU: ", gpu ? "" : why);
+        if (!gpu)
+            printf(")\n");
         return SWA_EXIT_OK;
     }
     if (!strcmp(what, "devices")) {

@@ -143,3 +143,59 @@ Test(jobs, a_gpu_that_does_not_exist_is_refused)
 #endif
                  "%s", out);
 }
+
+/* The CI-matrix recipe of ci/examples/: N shards, then merge, give the same
+ * results as one unsharded run (compared as sets: shards list their own
+ * results in their own order). */
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static cJSON *cases_sorted(const char *dir)
+{
+    char *text = report_data(dir);
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    cJSON *cases = cJSON_DetachItemFromObject(j, "cases");
+    cJSON_Delete(j);
+    int n = cJSON_GetArraySize(cases);
+    char **keys = calloc((size_t)n, sizeof *keys);
+    for (int i = 0; i < n; i++) {
+        cJSON *c = cJSON_GetArrayItem(cases, i);
+        cJSON_DeleteItemFromObject(c, "reproduce"); /* names the shard's own command line */
+        keys[i] = cJSON_PrintUnformatted(c);
+    }
+    qsort(keys, (size_t)n, sizeof *keys, cmp_str);
+    cJSON *out = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) {
+        cJSON_AddItemToArray(out, cJSON_CreateString(keys[i]));
+        free(keys[i]);
+    }
+    free(keys);
+    cJSON_Delete(cases);
+    return out;
+}
+
+Test(jobs, shards_merged_equal_the_unsharded_run)
+{
+    char whole[300], merged[300], shards[1024] = "";
+    snprintf(whole, sizeof whole, "%s/whole", tmpdir);
+    snprintf(merged, sizeof merged, "%s/merged", tmpdir);
+    cr_expect_eq(sh("'%s' run --device host --mutant left_bound_minus1 --report '%s' -q %s", SWADIFF_BINARY, whole,
+                    CASES), 1, "%s", out);
+    for (int i = 1; i <= 3; i++) {
+        char dir[300];
+        snprintf(dir, sizeof dir, "%s/shard-%d", tmpdir, i);
+        sh("'%s' run --device host --mutant left_bound_minus1 --shard %d/3 --report '%s' -q %s", SWADIFF_BINARY, i,
+           dir, CASES);
+        size_t len = strlen(shards);
+        snprintf(shards + len, sizeof shards - len, " '%s/report.json'", dir);
+    }
+    cr_expect_eq(sh("'%s' merge '%s'%s", SWADIFF_BINARY, merged, shards), 1, "merge: %s", out);
+    cJSON *a = cases_sorted(whole), *b = cases_sorted(merged);
+    char *sa = cJSON_PrintUnformatted(a), *sb = cJSON_PrintUnformatted(b);
+    cr_expect_eq(cJSON_GetArraySize(a), cJSON_GetArraySize(b), "result counts");
+    cr_expect(strcmp(sa, sb) == 0, "merged shards differ from the unsharded run");
+    free(sa);
+    free(sb);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+}
