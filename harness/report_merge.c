@@ -8,10 +8,33 @@
  * the latest shard end, environment of the first shard with the devices and
  * hosts of all shards, exit code recomputed from the combined outcomes.
  *
- * Test: tests/test_report_json.c (merge of two shards).
+ * Truthful by refusal: merge combines the shards of one run, so it refuses
+ * (exit 2, naming both inputs) what would count a result twice or compare
+ * what does not compare:
+ *   - the same file given twice (same device and inode, whatever the path);
+ *   - a copy of a shard: the same created stamp, command line and result
+ *     ids as an earlier one;
+ *   - shards that overlap: a (case, backend, device, mutant) result in two
+ *     inputs (the same --shard run twice, a rerun given with the original);
+ *   - a report_version of another major (the reader refuses it) and shards
+ *     written by different swadiff versions;
+ *   - absurd sizes (the reader's caps, report_text.h) and more than
+ *     SWA_REPORT_MAX_RESULTS results in all.
+ * An incomplete shard (killed, or a results.jsonl) makes the merged run
+ * incomplete, and a shard that recorded a non-zero exit code its results do
+ * not explain keeps the merged run non-zero: no green report from a broken
+ * shard.  Everything merge prints goes through swa_terminal_sanitize: a
+ * report's text may hold terminal escapes.
+ *
+ * Test: tests/test_report_json.c (merge of two shards),
+ * tests/test_adversarial_merge.c (every refusal above, sanitized output).
  */
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "harness/report_console.h"
 #include "harness/report.h"
@@ -22,7 +45,8 @@ static void usage(void)
                     "  Combines shard reports (report.json, or results.jsonl of a run that was killed)\n"
                     "  into OUT_DIR/report.json, report.html and junit.xml.\n"
                     "  Exit code: that of the combined run (0 all passed, 1 a mismatch, 3 a runtime\n"
-                    "  error), 2 when an input cannot be read.\n");
+                    "  error or an incomplete shard), 2 when an input cannot be read or the inputs are\n"
+                    "  not shards of one run (a file twice, overlapping results, another swadiff version).\n");
 }
 
 /* appends line to a '\n'-separated list unless it is already there */
@@ -50,6 +74,106 @@ static void add_unique_lines(char *list, size_t n, const char *lines)
         add_unique_line(list, n, tok);
 }
 
+/* Prints text to f with terminal escapes and other controls made visible. */
+static void put_safe(FILE *f, const char *text)
+{
+    char *clean = swa_terminal_sanitize(text);
+    fputs(clean ? clean : "(no memory to print this safely)\n", f);
+    free(clean);
+}
+
+static void fail_message(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+static void fail_message(const char *fmt, ...)
+{
+    char msg[3 * SWA_PATH_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fputs("swadiff merge: ", stderr);
+    put_safe(stderr, msg);
+    fputc('\n', stderr);
+}
+
+/* What identifies one input, kept after its results moved into merged. */
+typedef struct shard_info {
+    const char *path;
+    bool have_file;
+    dev_t dev;
+    ino_t ino;
+    double started;
+    char command_line[sizeof ((swa_environment *)0)->command_line];
+    int first, count;     /* its results in merged */
+    uint64_t ids_hash;    /* order-independent hash of its result keys */
+} shard_info;
+
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return (h ^ 0xff) * 1099511628211ull; /* a separator: ("ab","c") != ("a","bc") */
+}
+
+/* One result's identity in a merge: the same case on the same backend and
+ * device under the same mutant must come from exactly one shard. */
+static uint64_t result_key(const swa_result *r)
+{
+    uint64_t h = 1469598103934665603ull;
+    h = fnv1a(h, r->id);
+    h = fnv1a(h, r->backend);
+    h = fnv1a(h, r->device);
+    return fnv1a(h, r->mutant);
+}
+
+static bool same_result(const swa_result *a, const swa_result *b)
+{
+    return !strcmp(a->id, b->id) && !strcmp(a->backend, b->backend) && !strcmp(a->device, b->device) &&
+           !strcmp(a->mutant, b->mutant);
+}
+
+/* Open-addressing set of indices into merged.items. */
+typedef struct key_set {
+    int *slots;
+    size_t capacity;
+} key_set;
+
+/* Inserts item index i; returns the index already holding an equal result,
+ * -1 after inserting, -2 out of memory. */
+static int key_set_insert(key_set *set, const swa_run_results *rr, int i)
+{
+    if (!set->slots) {
+        size_t cap = 1024;
+        while (cap < (size_t)SWA_REPORT_MAX_RESULTS * 2 && cap < (size_t)rr->count * 4)
+            cap *= 2;
+        set->slots = malloc(cap * sizeof *set->slots);
+        if (!set->slots)
+            return -2;
+        for (size_t k = 0; k < cap; k++)
+            set->slots[k] = -1;
+        set->capacity = cap;
+    }
+    size_t mask = set->capacity - 1, j = result_key(&rr->items[i]) & mask;
+    while (set->slots[j] >= 0) {
+        if (same_result(&rr->items[set->slots[j]], &rr->items[i]))
+            return set->slots[j];
+        j = (j + 1) & mask;
+    }
+    set->slots[j] = i;
+    return -1;
+}
+
+static int shard_of(const shard_info *shards, int n, int item)
+{
+    for (int s = 0; s < n; s++)
+        if (item >= shards[s].first && item < shards[s].first + shards[s].count)
+            return s;
+    return 0;
+}
+
 int swa_merge_main(int argc, char **argv)
 {
     if (argc < 3 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
@@ -57,58 +181,179 @@ int swa_merge_main(int argc, char **argv)
         return argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) ? SWA_EXIT_OK : SWA_EXIT_USAGE;
     }
     const char *out_dir = argv[1];
+    const int nshards = argc - 2;
     swa_run_results merged = {0};
+    shard_info *shards = calloc((size_t)nshards, sizeof *shards);
+    key_set keys = {NULL, 0};
+    if (!shards) {
+        fail_message("no memory for %d inputs", nshards);
+        return SWA_EXIT_RUNTIME;
+    }
     double first_start = 0, last_end = 0;
     char hosts[sizeof merged.env.host] = "";
-    for (int i = 2; i < argc; i++) {
+    int code = SWA_EXIT_OK, shard_exit = SWA_EXIT_OK, shard_exit_from = -1;
+    long long expected = 0;
+    bool expected_known = true;
+    for (int i = 0; i < nshards && code == SWA_EXIT_OK; i++) {
+        shard_info *me = &shards[i];
+        me->path = argv[i + 2];
+        struct stat sb;
+        if (stat(me->path, &sb) == 0) {
+            me->have_file = true;
+            me->dev = sb.st_dev;
+            me->ino = sb.st_ino;
+            for (int j = 0; j < i; j++)
+                if (shards[j].have_file && shards[j].dev == me->dev && shards[j].ino == me->ino) {
+                    fail_message("input %d (%s) is the same file as input %d (%s): give each shard once", i + 1,
+                                 me->path, j + 1, shards[j].path);
+                    code = SWA_EXIT_USAGE;
+                }
+            if (code)
+                break;
+        }
         swa_run_results shard = {0};
         swa_error err = {0};
-        if (swa_report_read(argv[i], &shard, &err) != SWA_OK) {
-            fprintf(stderr, "swadiff merge: %s\n", err.message);
+        if (swa_report_read(me->path, &shard, &err) != SWA_OK) {
+            fail_message("%s", err.message);
             swa_run_results_free(&shard);
-            swa_run_results_free(&merged);
-            return SWA_EXIT_USAGE;
+            code = SWA_EXIT_USAGE;
+            break;
         }
-        if (i == 2) {
+        if (i > 0 && strcmp(shard.env.harness_version, merged.env.harness_version)) {
+            fail_message("input %d (%s) was written by swadiff %s, input 1 (%s) by swadiff %s: merge reports of one "
+                         "swadiff version (results of different versions are not comparable)",
+                         i + 1, me->path, shard.env.harness_version[0] ? shard.env.harness_version : "(unknown)",
+                         shards[0].path, merged.env.harness_version[0] ? merged.env.harness_version : "(unknown)");
+            swa_run_results_free(&shard);
+            code = SWA_EXIT_USAGE;
+            break;
+        }
+        if (shard.count > SWA_REPORT_MAX_RESULTS - merged.count) {
+            fail_message("input %d (%s): expected at most %d results in all inputs together, got %d", i + 1, me->path,
+                         SWA_REPORT_MAX_RESULTS, merged.count + shard.count);
+            swa_run_results_free(&shard);
+            code = SWA_EXIT_USAGE;
+            break;
+        }
+        me->started = shard.started;
+        snprintf(me->command_line, sizeof me->command_line, "%s", shard.env.command_line);
+        me->first = merged.count;
+        me->count = shard.count;
+        for (int k = 0; k < shard.count; k++)
+            me->ids_hash += result_key(&shard.items[k]); /* a sum: the order of results does not matter */
+        /* a copy of an earlier shard (the same run's report twice, under
+         * another name or as report.json and results.jsonl) */
+        for (int j = 0; j < i && !code; j++)
+            if (shards[j].started == me->started && !strcmp(shards[j].command_line, me->command_line) &&
+                shards[j].count == me->count && shards[j].ids_hash == me->ids_hash) {
+                char created[32];
+                swa_report_iso8601(me->started, created, sizeof created);
+                fail_message("input %d (%s) is a copy of input %d (%s): the same run (created %s, command line "
+                             "\"%s\") with the same %d results; give each shard once",
+                             i + 1, me->path, j + 1, shards[j].path, created, me->command_line, me->count);
+                code = SWA_EXIT_USAGE;
+            }
+        if (code) {
+            swa_run_results_free(&shard);
+            break;
+        }
+        if (i == 0)
             merged.env = shard.env;
-        }
         add_unique_lines(merged.env.devices, sizeof merged.env.devices, shard.env.devices);
         add_unique_line(hosts, sizeof hosts, shard.env.host);
-        if (i == 2 || (shard.started > 0 && shard.started < first_start))
+        if (i == 0 || (shard.started > 0 && shard.started < first_start))
             first_start = shard.started;
         if (shard.started + shard.duration > last_end)
             last_end = shard.started + shard.duration;
-        for (int k = 0; k < shard.count; k++) {
-            if (swa_run_results_add(&merged, &shard.items[k]) != 0) {
-                fprintf(stderr, "swadiff merge: no memory for %d results\n", merged.count + 1);
-                swa_run_results_free(&shard);
-                swa_run_results_free(&merged);
-                return SWA_EXIT_RUNTIME;
-            }
+        if (shard.incomplete && !merged.incomplete) {
+            merged.incomplete = true;
+            snprintf(merged.incomplete_reason, sizeof merged.incomplete_reason, "input %d (%s) is incomplete: %s",
+                     i + 1, me->path, shard.incomplete_reason);
         }
-        shard.count = 0; /* the results moved into merged */
+        if (shard.expected > 0)
+            expected += shard.expected;
+        else
+            expected_known = false;
+        /* an exit code the shard's results do not explain (a report that
+         * could not be written, a device that failed outside any result) */
+        int own = swa_run_results_summary(&shard, NULL, NULL, NULL, NULL);
+        if (shard.exitcode != SWA_EXIT_OK && own == SWA_EXIT_OK && shard_exit == SWA_EXIT_OK) {
+            shard_exit = shard.exitcode;
+            shard_exit_from = i;
+        }
+        for (int k = 0; k < shard.count && !code; k++) {
+            if (swa_run_results_add(&merged, &shard.items[k]) != 0) {
+                fail_message("no memory for %d results", merged.count + 1);
+                for (int rest = k + 1; rest < shard.count; rest++)
+                    swa_compare_result_free(&shard.items[rest].cmp);
+                code = SWA_EXIT_RUNTIME;
+                break;
+            }
+            int holder = key_set_insert(&keys, &merged, merged.count - 1);
+            if (holder == -2) {
+                fail_message("no memory to check %d results for overlaps", merged.count);
+                code = SWA_EXIT_RUNTIME;
+            } else if (holder >= 0) {
+                const swa_result *r = &merged.items[merged.count - 1];
+                int other = shard_of(shards, i + 1, holder);
+                fail_message("input %d (%s) repeats a result of input %d (%s): %s on %s (%s%s%s); shards of one run "
+                             "never overlap (the same shard run twice, or a rerun given with the original?)",
+                             i + 1, me->path, other + 1, shards[other].path, r->id, r->backend, r->device,
+                             r->mutant[0] ? ", mutant " : "", r->mutant);
+                code = SWA_EXIT_USAGE;
+            }
+            if (code)
+                for (int rest = k + 1; rest < shard.count; rest++)
+                    swa_compare_result_free(&shard.items[rest].cmp);
+        }
+        shard.count = 0; /* the results moved into merged (or were freed above) */
         swa_run_results_free(&shard);
+    }
+    free(keys.slots);
+    if (code != SWA_EXIT_OK) {
+        free(shards);
+        swa_run_results_free(&merged);
+        return code;
     }
     for (char *p = hosts; *p; p++)
         if (*p == '\n')
             *p = ',';
     snprintf(merged.env.host, sizeof merged.env.host, "%s", hosts);
-    snprintf(merged.env.command_line, sizeof merged.env.command_line, "swadiff merge of %d report%s", argc - 2,
-             argc - 2 == 1 ? "" : "s");
+    snprintf(merged.env.command_line, sizeof merged.env.command_line, "swadiff merge of %d report%s", nshards,
+             nshards == 1 ? "" : "s");
     merged.started = first_start;
     merged.duration = last_end > first_start ? last_end - first_start : 0;
+    merged.expected = expected_known && expected <= INT32_MAX ? (int)expected : 0;
     merged.exitcode = swa_run_results_summary(&merged, NULL, NULL, NULL, NULL);
+    if (merged.exitcode == SWA_EXIT_OK && shard_exit != SWA_EXIT_OK) {
+        fail_message("input %d (%s) recorded exit code %d although its results all passed: the merged run keeps it",
+                     shard_exit_from + 1, shards[shard_exit_from].path, shard_exit);
+        merged.exitcode = shard_exit;
+    }
 
     swa_error err = {0};
     if (swa_report_write_all(&merged, out_dir, &err) != SWA_OK) {
-        fprintf(stderr, "swadiff merge: %s\n", err.message);
+        fail_message("%s", err.message);
+        free(shards);
         swa_run_results_free(&merged);
         return SWA_EXIT_RUNTIME;
     }
-    swa_console_write_summary(stdout, &merged, false);
-    printf("Merged %d report%s into %s/report.html (also report.json, junit.xml)\n", argc - 2, argc - 2 == 1 ? "" : "s",
-           out_dir);
-    int code = merged.exitcode;
+    /* the summary names ids and backends from the reports: printed through
+     * a buffer that is sanitized first */
+    char *summary = NULL;
+    size_t summary_len = 0;
+    FILE *mem = open_memstream(&summary, &summary_len);
+    if (mem) {
+        swa_console_write_summary(mem, &merged, false);
+        fprintf(mem, "Merged %d report%s into %s/report.html (also report.json, junit.xml)\n", nshards,
+                nshards == 1 ? "" : "s", out_dir);
+        fclose(mem);
+        put_safe(stdout, summary);
+        free(summary);
+    }
+    fflush(stdout);
+    code = merged.exitcode;
+    free(shards);
     swa_run_results_free(&merged);
     return code;
 }

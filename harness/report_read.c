@@ -3,16 +3,20 @@
  * run.  Errors name the file, the place and what was expected.
  * Layout: cases/schema/report.schema.json.
  *
- * Test: tests/test_report_json.c (round trip, merge).
+ * Test: tests/test_report_json.c (round trip, merge), tests/test_adversarial_merge.c
+ * (forged sizes, the 1 GiB cap, other majors, incomplete shards).
  */
 #include "harness/report.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- reading ------------------------------------------------------------------ */
 
@@ -58,16 +62,33 @@ static double get_real(reader *rd, const cJSON *obj, const char *key)
     return it ? read_real_item(rd, it, key) : NAN;
 }
 
+/* Integers JSON carries exactly (|v| <= 2^53); a forged 1e300 must not
+ * reach a (long long) cast, which would be undefined. */
+#define EXACT_INT_MAX 9007199254740992.0
+
 static long long get_int(reader *rd, const cJSON *obj, const char *key)
 {
     const cJSON *it = need(rd, obj, key, "an integer");
     if (!it)
         return 0;
-    if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble)) {
+    if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble) || fabs(it->valuedouble) > EXACT_INT_MAX) {
         type_error(rd, key, "an integer");
         return 0;
     }
     return (long long)it->valuedouble;
+}
+
+/* An integer in [lo, hi], for the fields that are stored in an int or size
+ * an allocation: out-of-range values are refused, not truncated. */
+static int get_int_in(reader *rd, const cJSON *obj, const char *key, long long lo, long long hi)
+{
+    long long v = get_int(rd, obj, key);
+    if (!rd->failed && (v < lo || v > hi)) {
+        swa_error_set(rd->err, SWA_ERR_INVALID, "%s: \"%s\": expected an integer in [%lld, %lld], got %lld", rd->where,
+                      key, lo, hi, v);
+        rd->failed = true;
+    }
+    return rd->failed ? 0 : (int)v;
 }
 
 static bool get_bool(reader *rd, const cJSON *obj, const char *key)
@@ -112,11 +133,11 @@ static swa_index get_index(reader *rd, const cJSON *obj, const char *key)
     const cJSON *o = get_object(rd, obj, key, true);
     if (!o)
         return ix;
-    ix.request = (int)get_int(rd, o, "request");
-    ix.row = (int)get_int(rd, o, "row");
-    ix.position = (int)get_int(rd, o, "position");
-    ix.head = (int)get_int(rd, o, "head");
-    ix.dim = cJSON_GetObjectItemCaseSensitive(o, "dim") ? (int)get_int(rd, o, "dim") : -1;
+    ix.request = get_int_in(rd, o, "request", 0, INT_MAX);
+    ix.row = get_int_in(rd, o, "row", 0, INT_MAX);
+    ix.position = get_int_in(rd, o, "position", 0, INT_MAX);
+    ix.head = get_int_in(rd, o, "head", 0, INT_MAX);
+    ix.dim = cJSON_GetObjectItemCaseSensitive(o, "dim") ? get_int_in(rd, o, "dim", 0, INT_MAX) : -1;
     return ix;
 }
 
@@ -129,10 +150,14 @@ static void get_region(reader *rd, const cJSON *o, swa_region_stats *s)
     s->max_abs_diff = get_real(rd, o, "max_abs_diff");
 }
 
+/* The shape is checked against what the writer can produce before the
+ * matrix is allocated: a forged "rows": 1e9, "heads": 1e9 is refused here,
+ * not turned into a 4 EB allocation (or a truncated int). */
 static void read_matrix(reader *rd, const cJSON *m, swa_compare_result *c)
 {
-    int rows = (int)get_int(rd, m, "rows"), heads = (int)get_int(rd, m, "heads");
-    int bin = (int)get_int(rd, m, "row_bin");
+    int rows = get_int_in(rd, m, "rows", 0, SWA_REPORT_MAX_MATRIX_ROWS);
+    int heads = get_int_in(rd, m, "heads", 0, SWA_REPORT_MAX_HEADS);
+    int bin = get_int_in(rd, m, "row_bin", 1, INT_MAX);
     const cJSON *values = need(rd, m, "values", "an array of rows");
     const cJSON *req = need(rd, m, "row_request", "an array of integers");
     const cJSON *edge = need(rd, m, "row_past_edge", "an array of integers");
@@ -157,8 +182,11 @@ static void read_matrix(reader *rd, const cJSON *m, swa_compare_result *c)
             return;
         }
         int h = 0;
-        for (const cJSON *v = row->child; v; v = v->next, h++)
-            c->row_head_ratio[(size_t)i * heads + h] = (float)read_real_item(rd, v, "row_head_ratio");
+        for (const cJSON *v = row->child; v; v = v->next, h++) {
+            /* a double past FLT_MAX has no float: converting it is undefined */
+            double x = read_real_item(rd, v, "row_head_ratio");
+            c->row_head_ratio[(size_t)i * heads + h] = fabs(x) > FLT_MAX ? (float)copysign(INFINITY, x) : (float)x;
+        }
         c->row_request[i] = cJSON_IsNumber(cJSON_GetArrayItem(req, i)) ? cJSON_GetArrayItem(req, i)->valueint : 0;
         c->row_past_edge[i] = cJSON_IsNumber(cJSON_GetArrayItem(edge, i)) ? cJSON_GetArrayItem(edge, i)->valueint : 0;
     }
@@ -200,12 +228,12 @@ swa_status swa_report_case_from_json(const cJSON *obj, const char *where, swa_re
     r->duration = get_real(&rd, obj, "duration");
     const cJSON *shape = get_object(&rd, obj, "shape", false);
     if (shape) {
-        r->num_requests = (int)get_int(&rd, shape, "num_requests");
-        r->total_qo = (int)get_int(&rd, shape, "total_qo");
-        r->num_qo_heads = (int)get_int(&rd, shape, "num_qo_heads");
-        r->num_kv_heads = (int)get_int(&rd, shape, "num_kv_heads");
-        r->head_dim = (int)get_int(&rd, shape, "head_dim");
-        r->window_left = (int)get_int(&rd, shape, "window_left");
+        r->num_requests = get_int_in(&rd, shape, "num_requests", 0, INT_MAX);
+        r->total_qo = get_int_in(&rd, shape, "total_qo", 0, INT_MAX);
+        r->num_qo_heads = get_int_in(&rd, shape, "num_qo_heads", 0, INT_MAX);
+        r->num_kv_heads = get_int_in(&rd, shape, "num_kv_heads", 0, INT_MAX);
+        r->head_dim = get_int_in(&rd, shape, "head_dim", 0, INT_MAX);
+        r->window_left = get_int_in(&rd, shape, "window_left", -1, INT_MAX);
     }
     const cJSON *tol = get_object(&rd, obj, "tolerance", false);
     if (tol) {
@@ -346,6 +374,19 @@ static swa_status read_environment(const cJSON *root, const char *where, swa_run
     const cJSON *created = cJSON_GetObjectItemCaseSensitive(root, "created_unix");
     if (cJSON_IsNumber(created))
         rr->started = created->valuedouble;
+    /* a report written while its run went on, or left by a killed run, says
+     * so: reading it back must not make it complete (merge would print a
+     * green report for a broken shard) */
+    const cJSON *incomplete = cJSON_GetObjectItemCaseSensitive(root, "incomplete");
+    if (incomplete && !cJSON_IsBool(incomplete))
+        type_error(&rd, "incomplete", "true or false");
+    rr->incomplete = cJSON_IsTrue(incomplete);
+    const cJSON *reason = cJSON_GetObjectItemCaseSensitive(root, "incomplete_reason");
+    if (rr->incomplete)
+        snprintf(rr->incomplete_reason, sizeof rr->incomplete_reason, "%s",
+                 cJSON_IsString(reason) && reason->valuestring[0] ? reason->valuestring : "the report says so");
+    if (cJSON_GetObjectItemCaseSensitive(root, "expected_results"))
+        rr->expected = get_int_in(&rd, root, "expected_results", 0, INT_MAX);
     return rd.failed ? err->status : SWA_OK;
 }
 
@@ -363,14 +404,25 @@ static void line_column(const char *text, const char *at, int *line, int *column
     }
 }
 
-static bool version_supported(const cJSON *root)
+/* The major of report_version must be ours (a new major breaks readers;
+ * a new minor only adds), so two shards of different majors never merge. */
+static bool version_supported(const cJSON *root, char *got, size_t n)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "report_version");
-    return cJSON_IsString(v) && !strncmp(v->valuestring, "1.", 2);
+    if (cJSON_IsString(v))
+        snprintf(got, n, "\"%.20s\"", v->valuestring);
+    else
+        snprintf(got, n, "%s", v ? "a value that is not a string" : "none");
+    size_t major = strcspn(SWA_REPORT_VERSION, ".") + 1;
+    return cJSON_IsString(v) && !strncmp(v->valuestring, SWA_REPORT_VERSION, major);
 }
 
 static swa_status add_cases(const cJSON *cases, const char *path, swa_run_results *rr, swa_error *err)
 {
+    int n = cJSON_GetArraySize(cases);
+    if (n > SWA_REPORT_MAX_RESULTS - rr->count)
+        return swa_error_set(err, SWA_ERR_INVALID, "%s: \"cases\": expected at most %d results, got %d", path,
+                             SWA_REPORT_MAX_RESULTS, n + rr->count);
     int i = 0;
     for (const cJSON *c = cases->child; c; c = c->next, i++) {
         char where[SWA_PATH_MAX + 32];
@@ -392,11 +444,26 @@ swa_status swa_report_read(const char *path, swa_run_results *rr, swa_error *err
     FILE *f = fopen(path, "rb");
     if (!f)
         return swa_error_set(err, SWA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* refuse before reading: a report past the cap is not one swadiff wrote
+     * (or not one this machine should parse into a tree several times its
+     * size); the loop below also stops there for files that grow */
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (unsigned long long)sb.st_size > SWA_REPORT_MAX_FILE_BYTES) {
+        fclose(f);
+        return swa_error_set(err, SWA_ERR_INVALID, "%s: expected a report of at most %zu bytes (1 GiB), got %lld bytes",
+                             path, SWA_REPORT_MAX_FILE_BYTES, (long long)sb.st_size);
+    }
     size_t cap = 1 << 16, len = 0;
     char *text = malloc(cap);
     size_t n;
     while (text && (n = fread(text + len, 1, cap - len - 1, f)) > 0) {
         len += n;
+        if (len > SWA_REPORT_MAX_FILE_BYTES) {
+            free(text);
+            fclose(f);
+            return swa_error_set(err, SWA_ERR_INVALID, "%s: expected a report of at most %zu bytes (1 GiB), got more",
+                                 path, SWA_REPORT_MAX_FILE_BYTES);
+        }
         if (cap - len - 1 == 0) {
             char *t = realloc(text, cap * 2);
             if (!t) {
@@ -424,9 +491,12 @@ swa_status swa_report_read(const char *path, swa_run_results *rr, swa_error *err
                            path, line, column);
         goto done;
     }
-    if (!version_supported(first)) {
-        st = swa_error_set(err, SWA_ERR_INVALID, "%s: \"report_version\": expected \"1.x\" (this reader knows %s)", path,
-                           SWA_REPORT_VERSION);
+    char version[48];
+    if (!version_supported(first, version, sizeof version)) {
+        st = swa_error_set(err, SWA_ERR_INVALID, "%s: \"report_version\": expected \"%.*sx\" (the layout this swadiff "
+                           "reads, %s), got %s: reports of another major version cannot be read or merged with these",
+                           path, (int)(strcspn(SWA_REPORT_VERSION, ".") + 1), SWA_REPORT_VERSION, SWA_REPORT_VERSION,
+                           version);
         cJSON_Delete(first);
         goto done;
     }
@@ -476,6 +546,11 @@ swa_status swa_report_read(const char *path, swa_run_results *rr, swa_error *err
             }
             char where[SWA_PATH_MAX + 32];
             snprintf(where, sizeof where, "%s:%d", path, line);
+            if (rr->count >= SWA_REPORT_MAX_RESULTS) {
+                cJSON_Delete(obj);
+                st = swa_error_set(err, SWA_ERR_INVALID, "%s: expected at most %d results", where, SWA_REPORT_MAX_RESULTS);
+                goto done;
+            }
             swa_result r;
             st = swa_report_case_from_json(obj, where, &r, err);
             cJSON_Delete(obj);
@@ -490,6 +565,11 @@ swa_status swa_report_read(const char *path, swa_run_results *rr, swa_error *err
         p += n + (nl ? 1 : 0);
     }
     if (empty_rr) {
+        /* results.jsonl has no end marker: whether its run finished cannot
+         * be told from it, so it never reads as a complete (green) run */
+        rr->incomplete = true;
+        snprintf(rr->incomplete_reason, sizeof rr->incomplete_reason,
+                 "read from results.jsonl, which does not say whether its run finished (%d results)", rr->count);
         /* a killed run never wrote its duration: the results' own time is
          * the best lower bound there is */
         rr->duration = 0;

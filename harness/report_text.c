@@ -2,7 +2,8 @@
  * Markdown and JSON (UTF-8 sanitising), the order results are listed in,
  * a result's severity, and ISO 8601 time stamps.
  *
- * Test: tests/test_report_json.c (escaping, ordering), tests/fuzz/fuzz_escape.c.
+ * Test: tests/test_report_json.c (escaping, ordering), tests/fuzz/fuzz_escape.c,
+ * tests/test_adversarial_merge.c (swa_terminal_sanitize through merge).
  */
 #include "harness/report_text.h"
 
@@ -170,6 +171,36 @@ char *swa_xml_escape(const char *s, bool attr)
             } else {
                 sb_put(&b, (const char *)p, (size_t)n);
             }
+        }
+        p += n;
+    }
+    return sb_finish(&b);
+}
+
+char *swa_terminal_sanitize(const char *s)
+{
+    strbuf b = {0};
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    char tmp[16];
+    while (*p) {
+        unsigned cp;
+        int n = utf8_valid_len(p, &cp);
+        if (!n) { /* a lone 0x9B is CSI to an 8-bit terminal */
+            snprintf(tmp, sizeof tmp, "\\x%02X", *p);
+            sb_put(&b, tmp, strlen(tmp));
+            p++;
+            continue;
+        }
+        bool control = (cp < 0x20 && cp != '\t' && cp != '\n') || cp == 0x7f;
+        bool hidden = (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+        if (control) {
+            snprintf(tmp, sizeof tmp, "\\x%02X", cp);
+            sb_put(&b, tmp, strlen(tmp));
+        } else if (hidden) {
+            snprintf(tmp, sizeof tmp, "\\u%04X", cp);
+            sb_put(&b, tmp, strlen(tmp));
+        } else {
+            sb_put(&b, (const char *)p, (size_t)n);
         }
         p += n;
     }

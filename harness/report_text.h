@@ -17,6 +17,16 @@
  * downsampled by taking the maximum over bins of consecutive rows. */
 #define SWA_REPORT_MAX_MATRIX_ROWS 256
 
+/* What the reader (report_read.c) and merge (report_merge.c) accept before
+ * allocating anything: a report file of at most 1 GiB, at most a million
+ * results in one file and in one merge (a run loads at most 200000 cases,
+ * harness/case_internal.h, times its backends), and (row, head) matrices of
+ * at most SWA_REPORT_MAX_MATRIX_ROWS x SWA_REPORT_MAX_HEADS (the loader's
+ * head limit).  A forged report cannot make either allocate more. */
+#define SWA_REPORT_MAX_FILE_BYTES ((size_t)1 << 30)
+#define SWA_REPORT_MAX_RESULTS 1000000
+#define SWA_REPORT_MAX_HEADS 1024
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -33,6 +43,13 @@ char *swa_xml_escape(const char *s, bool attr);
 /* s with every byte that is not valid UTF-8 replaced by U+FFFD (JSON must
  * be UTF-8; case files and kernel messages may not be).  Caller frees. */
 char *swa_utf8_sanitize(const char *s);
+/* Text safe to print on a terminal: tab and newline stay; every other C0
+ * control, DEL, the C1 controls (U+0080-U+009F), the bidirectional
+ * overrides and isolates (U+202A-U+202E, U+2066-U+2069, which reorder what
+ * a reader sees) and bytes that are not UTF-8 become visible escapes
+ * ("\x1B", "\u202E"), so a report cannot move the cursor, retitle the
+ * window or hide text when merge prints it.  Caller frees. */
+char *swa_terminal_sanitize(const char *s);
 /* Markdown table cell: | ` and < escaped, newlines and control characters
  * to spaces.  Caller frees. */
 char *swa_markdown_cell(const char *s);
