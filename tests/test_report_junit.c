@@ -1,12 +1,18 @@
 /* test_report_junit.c — junit.xml: golden file, and a real XML parser
  * (Python's xml.etree, standard library) reading it back: structure CI
  * tools rely on, counts, classnames, messages, and hostile case ids that
- * must survive escaping byte for byte.
+ * must survive escaping byte for byte; the strict Jenkins xUnit schema
+ * (junit-10.xsd: which attributes each element may carry), checked by a
+ * small rule table in Python always and by `xmllint --schema` with
+ * tests/data/junit-strict.xsd when xmllint is installed (Debian:
+ * libxml2-utils; the test says when it is not); an incomplete run is an
+ * error in the file.
  *
  * Run: ctest --test-dir build -R test_report_junit --output-on-failure
  * Golden file: SWADIFF_UPDATE_GOLDEN=1 ./build/tests/test_report_junit
  */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <cjson/cJSON.h>
 
 #include "tests/test_report_fixture.h"
@@ -53,7 +59,8 @@ static const char PARSE[] =
     "import json, sys, xml.etree.ElementTree as ET\n"
     "root = ET.parse(sys.argv[1]).getroot()\n"
     "assert root.tag == 'testsuites', root.tag\n"
-    "out = {'totals': {k: root.get(k) for k in ('tests', 'failures', 'errors', 'skipped')}, 'suites': []}\n"
+    "out = {'totals': {k: root.get(k) for k in ('tests', 'failures', 'errors')}, 'suites': []}\n"
+    "out['totals']['skipped'] = str(sum(int(s.get('skipped')) for s in root))\n"
     "for s in root:\n"
     "    assert s.tag == 'testsuite', s.tag\n"
     "    suite = {k: s.get(k) for k in ('name', 'tests', 'failures', 'errors', 'skipped', 'timestamp')}\n"
@@ -61,10 +68,12 @@ static const char PARSE[] =
     "    for c in s.findall('testcase'):\n"
     "        kids = [k for k in c]\n"
     "        kind = kids[0].tag if kids else 'passed'\n"
-    "        case = {'classname': c.get('classname'), 'name': c.get('name'), 'file': c.get('file'), 'kind': kind}\n"
+    "        case = {'classname': c.get('classname'), 'name': c.get('name'), 'kind': kind}\n"
     "        if kids:\n"
     "            case['message'] = kids[0].get('message')\n"
     "            case['body'] = kids[0].text or ''\n"
+    "            for line in case['body'].split('\\n'):\n"
+    "                if line.startswith('Case file: '): case['file'] = line[len('Case file: '):]\n"
     "        suite['cases'].append(case)\n"
     "    out['suites'].append(suite)\n"
     "print(json.dumps(out))\n";
@@ -181,6 +190,172 @@ Test(report_junit, every_control_character_stays_valid_xml)
     cr_assert_eq(swa_report_write_junit(&rr, f), 0);
     fclose(f);
     cJSON *parsed = parse_with_python(path); /* asserts it parses */
+    cJSON_Delete(parsed);
+    swa_run_results_free(&rr);
+}
+
+/* ---- the strict Jenkins xUnit schema ---------------------------------------- */
+
+/* The attribute and child rules of Jenkins' junit-10.xsd for every element
+ * swadiff may write, as a table: which attributes an element may carry,
+ * which it must, which children it may hold; suite times must be plain
+ * decimals.  Prints each violation with its line; exit 1 when any. */
+static const char STRICT[] =
+    "import re, sys, xml.etree.ElementTree as ET\n"
+    "OUTCOME = ({'type', 'message'}, set(), set())\n"
+    "RULES = {\n"
+    "  'testsuites': ({'name', 'time', 'tests', 'failures', 'errors'}, set(), {'testsuite'}),\n"
+    "  'testsuite': ({'name', 'tests', 'failures', 'errors', 'group', 'time', 'skipped', 'timestamp', 'hostname',\n"
+    "                 'id', 'package', 'file', 'log', 'url'}, {'name', 'tests', 'failures', 'errors'},\n"
+    "                {'testsuite', 'properties', 'testcase', 'system-out', 'system-err'}),\n"
+    "  'properties': (set(), set(), {'property'}),\n"
+    "  'property': ({'name', 'value'}, {'name', 'value'}, set()),\n"
+    "  'testcase': ({'name', 'time', 'classname', 'group'}, {'name'},\n"
+    "               {'skipped', 'error', 'failure', 'rerunFailure', 'rerunError', 'flakyFailure', 'flakyError',\n"
+    "                'system-out', 'system-err'}),\n"
+    "  'failure': OUTCOME, 'error': OUTCOME, 'skipped': OUTCOME,\n"
+    "  'system-out': (set(), set(), set()), 'system-err': (set(), set(), set()),\n"
+    "}\n"
+    "TIME = re.compile(r'(([0-9]{0,3},)*[0-9]{3}|[0-9]{0,3})*(\\.[0-9]*)?')\n"
+    "errors = []\n"
+    "def check(el, path):\n"
+    "    if el.tag not in RULES:\n"
+    "        errors.append('%s: element <%s> is not in the schema' % (path, el.tag)); return\n"
+    "    allowed, required, children = RULES[el.tag]\n"
+    "    for a in sorted(set(el.attrib) - allowed): errors.append('%s: attribute %s is not allowed' % (path, a))\n"
+    "    for a in sorted(required - set(el.attrib)): errors.append('%s: attribute %s is required' % (path, a))\n"
+    "    if el.tag in ('testsuite', 'testsuites') and 'time' in el.attrib and not TIME.fullmatch(el.get('time')):\n"
+    "        errors.append('%s: time %r is not a decimal number' % (path, el.get('time')))\n"
+    "    for i, k in enumerate(el):\n"
+    "        if k.tag not in children: errors.append('%s: <%s> may not hold <%s>' % (path, el.tag, k.tag))\n"
+    "        else: check(k, '%s/%s[%d]' % (path, k.tag, i))\n"
+    "root = ET.parse(sys.argv[1]).getroot()\n"
+    "if root.tag not in ('testsuites', 'testsuite'): errors.append('root element <%s>' % root.tag)\n"
+    "check(root, root.tag)\n"
+    "for e in errors[:20]: print(e)\n"
+    "sys.exit(1 if errors else 0)\n";
+
+static bool have_xmllint(void)
+{
+    return system("xmllint --version >/dev/null 2>&1") == 0;
+}
+
+/* Checks path with the rule table and, when xmllint is there, with the XSD.
+ * Returns true when both accept; out gets what they said. */
+static bool strict_ok(const char *path, char *out, size_t n)
+{
+    char *argv[] = {"python3", "-c", (char *)STRICT, (char *)path, NULL};
+    int rc = fix_run(argv, out, n);
+    cr_assert(rc == 0 || rc == 1, "python3 could not run the schema rules on %s (exit %d):\n%s", path, rc, out);
+    if (rc != 0)
+        return false;
+    if (!have_xmllint()) {
+        cr_log_warn("xmllint not installed (Debian: libxml2-utils): junit.xml checked by the rule table only");
+        return true;
+    }
+    char *xargv[] = {"xmllint", "--noout", "--schema", SWADIFF_TEST_DATA "/junit-strict.xsd", (char *)path, NULL};
+    return fix_run(xargv, out, n) == 0;
+}
+
+static void write_junit_file(const swa_run_results *rr, char *path, size_t n)
+{
+    char dir[256];
+    fix_tmpdir(dir, sizeof dir);
+    snprintf(path, n, "%s/junit.xml", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(swa_report_write_junit(rr, f), 0);
+    fclose(f);
+}
+
+/* Variants of the fixture: as is, every control character in an id and a
+ * message, an incomplete run, no results at all. */
+ParameterizedTestParameters(report_junit, satisfies_the_strict_jenkins_schema)
+{
+    static int variants[] = {0, 1, 2, 3};
+    return cr_make_param_array(int, variants, sizeof variants / sizeof variants[0]);
+}
+
+ParameterizedTest(int *variant, report_junit, satisfies_the_strict_jenkins_schema)
+{
+    static const char *const names[] = {"the fixture", "control characters", "an incomplete run", "no results"};
+    swa_run_results rr;
+    fix_results(&rr);
+    if (*variant == 1) {
+        char nasty[40];
+        int k = 0;
+        for (int c = 1; c < 32; c++)
+            nasty[k++] = (char)c;
+        nasty[k] = '\0';
+        snprintf(rr.items[0].id, sizeof rr.items[0].id, "id%s]]>", nasty);
+        snprintf(rr.items[5].message, sizeof rr.items[5].message, "skip%s", nasty);
+    } else if (*variant == 2) {
+        rr.incomplete = true;
+        rr.expected = 9;
+        snprintf(rr.incomplete_reason, sizeof rr.incomplete_reason, "interrupted by signal 2 <Interrupt> & \"more\"");
+    }
+    int keep = rr.count;
+    if (*variant == 3)
+        rr.count = 0;
+    char path[300], out[8192];
+    write_junit_file(&rr, path, sizeof path);
+    rr.count = keep;
+    cr_expect(strict_ok(path, out, sizeof out), "junit.xml of %s breaks the strict Jenkins schema:\n%s", names[*variant],
+              out);
+    swa_run_results_free(&rr);
+}
+
+/* The checks can fail: the two attributes swadiff used to write (file on
+ * <testcase>, skipped on <testsuites>) are rejected. */
+Test(report_junit, strict_schema_rejects_what_was_written_before)
+{
+    static const char *const old[] = {
+        "<?xml version=\"1.0\"?>\n<testsuites name=\"s\" tests=\"1\" failures=\"0\" errors=\"0\" skipped=\"0\" "
+        "time=\"1.000\">\n  <testsuite name=\"a\" tests=\"1\" failures=\"0\" errors=\"0\">\n"
+        "    <testcase name=\"c\" time=\"0.1\"/>\n  </testsuite>\n</testsuites>\n",
+        "<?xml version=\"1.0\"?>\n<testsuites name=\"s\" tests=\"1\" failures=\"0\" errors=\"0\" time=\"1.000\">\n"
+        "  <testsuite name=\"a\" tests=\"1\" failures=\"0\" errors=\"0\">\n"
+        "    <testcase name=\"c\" file=\"cases/x.json\" time=\"0.1\"/>\n  </testsuite>\n</testsuites>\n",
+    };
+    for (int i = 0; i < 2; i++) {
+        char dir[256], path[300], out[8192];
+        fix_tmpdir(dir, sizeof dir);
+        snprintf(path, sizeof path, "%s/old.xml", dir);
+        FILE *f = fopen(path, "w");
+        fputs(old[i], f);
+        fclose(f);
+        cr_expect_not(strict_ok(path, out, sizeof out), "accepted:\n%s", old[i]);
+        cr_expect(strstr(out, i == 0 ? "skipped" : "file") != NULL, "the rejection should name the attribute:\n%s",
+                  out);
+    }
+}
+
+/* An incomplete run is red in every CI view: one more suite whose only
+ * testcase is an error carrying the reason. */
+Test(report_junit, incomplete_run_is_an_error)
+{
+    swa_run_results rr;
+    fix_results(&rr);
+    /* only the passing and the skipped result (shallow copies; rr keeps
+     * ownership): green on their own */
+    swa_result two[2] = {rr.items[1], rr.items[5]};
+    swa_run_results part = rr;
+    part.items = two;
+    part.count = part.capacity = 2;
+    part.incomplete = true;
+    part.expected = 6;
+    snprintf(part.incomplete_reason, sizeof part.incomplete_reason, "interrupted by signal 15 (Terminated)");
+    char path[300];
+    write_junit_file(&part, path, sizeof path);
+    cJSON *parsed = parse_with_python(path);
+    const cJSON *totals = cJSON_GetObjectItem(parsed, "totals");
+    cr_expect_str_eq(cJSON_GetObjectItem(totals, "errors")->valuestring, "1");
+    cr_expect_str_eq(cJSON_GetObjectItem(totals, "tests")->valuestring, "3");
+    const cJSON *run = find_case(parsed, "run complete");
+    cr_assert_not_null(run, "no \"run complete\" testcase in an incomplete run's junit.xml");
+    cr_expect_str_eq(cJSON_GetObjectItem(run, "kind")->valuestring, "error");
+    cr_expect_str_eq(cJSON_GetObjectItem(run, "message")->valuestring,
+                     "the run is incomplete (2 of 6 results): interrupted by signal 15 (Terminated)");
     cJSON_Delete(parsed);
     swa_run_results_free(&rr);
 }
