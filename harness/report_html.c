@@ -14,12 +14,23 @@
  * swa_html_escape (text and quoted attributes); nothing from them reaches the
  * script.
  *
+ * Stable links: each (case, backend) block's anchor is derived from the
+ * result itself (its case id and backend, sanitized, and a short hash of id,
+ * backend, device and mutant), never from its position, so a link into
+ * yesterday's report still lands on the same case after cases were added.
+ * The overview sorts on a click on any column head (inline script; without
+ * it the table keeps its written order: failing first, worst first) and
+ * scrolls sideways in its own box rather than squeezing case ids to a few
+ * characters per line on narrow windows.  The heatmap colours error/allowed
+ * on a log scale up to 10^6, so 100x and 10^5x look different.
+ *
  * Test: tests/test_report_html.c (rendered in headless Chromium).
  */
 #include "harness/report.h"
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,8 +75,11 @@ static void put_index(FILE *f, const swa_index *ix)
 
 /* ---- colors --------------------------------------------------------------------
  * error/allowed -> color.  Within tolerance stays quiet (grey to pale
- * yellow); past it, orange to dark red on a log scale up to 100x; NaN,
- * Inf and unwritten elements are purple, a color no ratio maps to. */
+ * yellow); past it, log10(ratio) over [0, 6] runs through orange, red and
+ * crimson to near-black brown, one stop per decade (a 100x bug and a 10^5x
+ * bug are different colours; the old scale saturated at 100x); NaN, Inf and
+ * unwritten elements are purple, a hue no ratio maps to. */
+#define LOG_RATIO_MAX 6.0
 static void lerp_color(char *buf, size_t n, const int a[3], const int b[3], double t)
 {
     if (t < 0) t = 0;
@@ -77,13 +91,81 @@ static void lerp_color(char *buf, size_t n, const int a[3], const int b[3], doub
 static void ratio_color(double ratio, char *buf, size_t n)
 {
     static const int quiet[3] = {0xee, 0xf1, 0xf4}, edge[3] = {0xf7, 0xe3, 0x8c};
-    static const int over[3] = {0xf5, 0x9e, 0x42}, worst[3] = {0x9b, 0x00, 0x14};
-    if (!isfinite(ratio) || isnan(ratio))
-        snprintf(buf, n, "#4a1670");
-    else if (ratio <= 1)
-        lerp_color(buf, n, quiet, edge, ratio * ratio);
-    else
-        lerp_color(buf, n, over, worst, log10(ratio) / 2.0);
+    /* one stop per decade past the tolerance: 1, 10, ..., 10^6 */
+    static const int decades[7][3] = {{0xfd, 0xae, 0x61}, {0xf4, 0x6d, 0x43}, {0xd7, 0x30, 0x27}, {0xa5, 0x00, 0x26},
+                                      {0x74, 0x00, 0x1b}, {0x47, 0x0a, 0x0a}, {0x1f, 0x0c, 0x06}};
+    if (!isfinite(ratio) || isnan(ratio)) {
+        snprintf(buf, n, "#7b2fbe");
+    } else if (ratio <= 1) {
+        lerp_color(buf, n, quiet, edge, ratio > 0 ? ratio * ratio : 0);
+    } else {
+        double t = log10(ratio);
+        if (t >= LOG_RATIO_MAX)
+            t = LOG_RATIO_MAX;
+        int d = (int)t < (int)LOG_RATIO_MAX ? (int)t : (int)LOG_RATIO_MAX - 1;
+        lerp_color(buf, n, decades[d], decades[d + 1], t - d);
+    }
+}
+
+/* ---- anchors -------------------------------------------------------------------
+ * "case-<id>--<backend>-<hash>": the id and backend with everything but
+ * [A-Za-z0-9_-] turned into '_' (readable, safe in a URL fragment), cut to
+ * a length, then 8 hex digits of FNV-1a over id, backend, device and mutant
+ * so results that sanitize alike stay apart.  Two results with all four
+ * equal (never in one run) get "~2", "~3" in run order. */
+#define ANCHOR_MAX 160
+
+static void sanitize_into(char *out, size_t n, const char *s, size_t max_chars)
+{
+    size_t k = 0;
+    for (; *s && k + 1 < n && k < max_chars; s++) {
+        char ch = *s;
+        out[k++] = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+                           ch == '_'
+                       ? ch
+                       : '_';
+    }
+    out[k] = '\0';
+}
+
+static uint64_t fnv1a_field(uint64_t h, const char *s)
+{
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return (h ^ 0xff) * 1099511628211ull; /* field separator */
+}
+
+static void result_anchor(const swa_result *r, char *out, size_t n)
+{
+    char id[96], backend[48];
+    sanitize_into(id, sizeof id, r->id, 80);
+    sanitize_into(backend, sizeof backend, r->backend, 40);
+    uint64_t h = 1469598103934665603ull;
+    h = fnv1a_field(h, r->id);
+    h = fnv1a_field(h, r->backend);
+    h = fnv1a_field(h, r->device);
+    h = fnv1a_field(h, r->mutant);
+    snprintf(out, n, "case-%s--%s-%08x", id, backend, (unsigned)(h ^ (h >> 32)));
+}
+
+/* Anchors of every result, by item index (caller frees). */
+static char (*make_anchors(const swa_run_results *rr))[ANCHOR_MAX]
+{
+    char (*a)[ANCHOR_MAX] = calloc((size_t)rr->count + 1, sizeof *a);
+    if (!a)
+        return NULL;
+    for (int i = 0; i < rr->count; i++) {
+        result_anchor(&rr->items[i], a[i], sizeof a[i]);
+        int same = 1;
+        for (int j = 0; j < i; j++) /* only exact repeats collide; rare and small */
+            if (!strncmp(a[j], a[i], strlen(a[i])) && (a[j][strlen(a[i])] == '\0' || a[j][strlen(a[i])] == '~'))
+                same++;
+        if (same > 1) {
+            size_t len = strlen(a[i]);
+            snprintf(a[i] + len, sizeof a[i] - len, "~%d", same);
+        }
+    }
+    return a;
 }
 
 /* ---- page head ---------------------------------------------------------------- */
@@ -97,6 +179,7 @@ static const char CSS[] =
     "header.banner{padding:18px 20px 14px;color:#fff}"
     "header.banner.failed{background:var(--fail)}header.banner.passed{background:var(--pass)}"
     "header.banner.error{background:var(--err)}"
+    "header.banner .incomplete{margin-top:6px;font-weight:600}"
     "header.banner .inner{max-width:1280px;margin:0 auto}"
     "header.banner h1{margin:0 0 4px;font-size:22px;font-weight:650}"
     "header.banner .sub{opacity:.9}"
@@ -112,8 +195,17 @@ static const char CSS[] =
     "td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
     "table.env{width:100%;border:1px solid var(--line)}table.env th{width:160px;text-transform:none;font-size:13px}"
     "table.env td{font-family:var(--mono);font-size:12.5px;white-space:pre-wrap;word-break:break-all}"
-    "table.overview{width:100%;border:1px solid var(--line)}"
-    "table.overview td.id{font-family:var(--mono);font-size:12.5px;overflow-wrap:anywhere}"
+    /* narrow windows scroll the table sideways in its own box; an id keeps
+     * at least 40 characters per line instead of a few */
+    ".table-scroll{overflow-x:auto;max-width:100%;border:1px solid var(--line)}"
+    "table.overview{width:100%}"
+    "table.overview th,table.overview td{white-space:nowrap}"
+    "table.overview td.id{font-family:var(--mono);font-size:12.5px;white-space:normal;min-width:40ch;"
+    "overflow-wrap:anywhere}"
+    "table.overview th button.sort{background:none;border:0;padding:0;margin:0;font:inherit;color:inherit;"
+    "text-transform:inherit;letter-spacing:inherit;cursor:pointer}"
+    "table.overview th[aria-sort=ascending] button.sort::after{content:' \\25B2'}"
+    "table.overview th[aria-sort=descending] button.sort::after{content:' \\25BC'}"
     "table.overview td.id .mutant{display:block;color:var(--muted);font-style:italic;font-family:inherit}"
     "table.overview td.backend{white-space:nowrap}"
     "table.overview tr.failed td:first-child{border-left:4px solid var(--fail)}"
@@ -195,6 +287,39 @@ static const char SCRIPT[] =
     "  if (hash.has('q')) text.value = hash.get('q');\n"
     "  boxes.forEach(function (b) { b.addEventListener('change', function () { apply(); save(); }); });\n"
     "  text.addEventListener('input', function () { apply(); save(); });\n"
+    "  // click-to-sort: a column head becomes a button; rows carry the value to\n"
+    "  // sort by in data-v (numbers) or their text; ties keep the written order\n"
+    "  var table = document.querySelector('table.overview');\n"
+    "  if (table) {\n"
+    "    var body = table.tBodies[0];\n"
+    "    var heads = table.tHead.rows[0].cells;\n"
+    "    Array.prototype.forEach.call(body.rows, function (r, i) { r.dataset.order = i; });\n"
+    "    Array.prototype.forEach.call(heads, function (th, col) {\n"
+    "      var b = document.createElement('button');\n"
+    "      b.type = 'button';\n"
+    "      b.className = 'sort';\n"
+    "      b.textContent = th.textContent;\n"
+    "      th.textContent = '';\n"
+    "      th.appendChild(b);\n"
+    "      b.addEventListener('click', function () {\n"
+    "        var up = th.getAttribute('aria-sort') !== 'ascending';\n"
+    "        Array.prototype.forEach.call(heads, function (h) { h.removeAttribute('aria-sort'); });\n"
+    "        th.setAttribute('aria-sort', up ? 'ascending' : 'descending');\n"
+    "        var numeric = th.dataset.type === 'number';\n"
+    "        function key(r) {\n"
+    "          var c = r.cells[col];\n"
+    "          return numeric ? parseFloat(c.dataset.v) : (c.dataset.v || c.textContent).toLowerCase();\n"
+    "        }\n"
+    "        var rows = Array.prototype.slice.call(body.rows);\n"
+    "        rows.sort(function (x, y) {\n"
+    "          var a = key(x), z = key(y);\n"
+    "          var d = a < z ? -1 : a > z ? 1 : 0;\n"
+    "          return (up ? d : -d) || x.dataset.order - y.dataset.order;\n"
+    "        });\n"
+    "        rows.forEach(function (r) { body.appendChild(r); });\n"
+    "      });\n"
+    "    });\n"
+    "  }\n"
     "  document.querySelectorAll('button.copy').forEach(function (b) {\n"
     "    b.hidden = false;\n"
     "    b.addEventListener('click', function () {\n"
@@ -229,7 +354,11 @@ static void put_header(FILE *f, const swa_run_results *rr)
 {
     int passed, failed, error, skipped;
     swa_run_results_summary(rr, &passed, &failed, &error, &skipped);
-    const char *verdict = failed ? "failed" : error ? "error" : "passed";
+    /* green only for a complete run that exited 0: an incomplete run, or one
+     * whose exit code says something its results do not (a report that
+     * could not be written, a shard merged with its failure), is not */
+    bool not_green = rr->incomplete || rr->exitcode != SWA_EXIT_OK;
+    const char *verdict = failed ? "failed" : error || not_green ? "error" : "passed";
     char created[32];
     swa_report_iso8601(rr->started, created, sizeof created);
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -241,6 +370,10 @@ static void put_header(FILE *f, const swa_run_results *rr)
         fprintf(f, "<h1>swadiff: %d of %d failed</h1>\n", failed, rr->count);
     else if (error)
         fprintf(f, "<h1>swadiff: %d runtime error%s, no mismatch</h1>\n", error, error == 1 ? "" : "s");
+    else if (rr->incomplete)
+        fprintf(f, "<h1>swadiff: incomplete run, %d result%s</h1>\n", rr->count, rr->count == 1 ? "" : "s");
+    else if (not_green)
+        fprintf(f, "<h1>swadiff: exit code %d, no failing result</h1>\n", rr->exitcode);
     else
         fprintf(f, "<h1>swadiff: all %d passed</h1>\n", passed);
     fprintf(f, "<div class=\"sub\">%s · %.1f s · exit code %d", created, rr->duration, rr->exitcode);
@@ -254,6 +387,15 @@ static void put_header(FILE *f, const swa_run_results *rr)
         fputs("</b> switched on (a known bug, injected on purpose: failures are the point)", f);
     }
     fputs("</div>\n", f);
+    if (rr->incomplete) {
+        if (rr->expected > 0)
+            fprintf(f, "<div class=\"incomplete\" id=\"incomplete\">Incomplete: %d of %d results. ", rr->count,
+                    rr->expected);
+        else
+            fputs("<div class=\"incomplete\" id=\"incomplete\">Incomplete. ", f);
+        esc(f, rr->incomplete_reason);
+        fputs("</div>\n", f);
+    }
     fprintf(f,
             "<div class=\"counts\">"
             "<div class=\"count\" id=\"count-total\"><b>%d</b><span>total</span></div>"
@@ -295,12 +437,16 @@ static void put_ratio_cell(FILE *f, const swa_result *r)
 {
     double s = swa_result_severity(r);
     if (!r->has_compare) {
-        fputs("<td class=\"num\">—</td>", f);
+        fputs("<td class=\"num\" data-v=\"-1\">—</td>", f);
         return;
     }
     char color[16];
     ratio_color(s, color, sizeof color);
-    fprintf(f, "<td class=\"num\"><span style=\"display:inline-block;width:10px;height:10px;border-radius:2px;"
+    if (isinf(s) || isnan(s))
+        fputs("<td class=\"num\" data-v=\"Infinity\">", f);
+    else
+        fprintf(f, "<td class=\"num\" data-v=\"%.17g\">", s);
+    fprintf(f, "<span style=\"display:inline-block;width:10px;height:10px;border-radius:2px;"
                "background:%s;margin-right:5px\"></span>", color);
     if (isinf(s))
         fputs("NaN/∞", f);
@@ -309,22 +455,34 @@ static void put_ratio_cell(FILE *f, const swa_result *r)
     fputs("</td>", f);
 }
 
-static void put_overview(FILE *f, const swa_run_results *rr, const int *order)
+/* The sort rank of an outcome: the written order's (failing first). */
+static int outcome_rank(swa_outcome o)
 {
-    fputs("<section id=\"overview\"><h2>Cases</h2>\n<table class=\"overview\">\n<thead><tr><th>Outcome</th><th>Backend</th>"
-          "<th>Dtype</th><th>Case</th><th class=\"num\">Mismatched</th><th class=\"num\">Worst error / allowed</th>"
-          "<th class=\"num\">Time</th></tr></thead>\n<tbody>\n",
+    return o == SWA_OUTCOME_FAILED ? 0 : o == SWA_OUTCOME_ERROR ? 1 : o == SWA_OUTCOME_SKIPPED ? 2 : 3;
+}
+
+/* Columns with data-type="number" sort by their cells' data-v; the others
+ * by text (the script in SCRIPT). */
+static void put_overview(FILE *f, const swa_run_results *rr, const int *order, char (*anchors)[ANCHOR_MAX])
+{
+    fputs("<section id=\"overview\"><h2>Cases</h2>\n<div class=\"table-scroll\"><table class=\"overview\">\n"
+          "<thead><tr><th data-type=\"number\">Outcome</th><th>Backend</th><th>Dtype</th><th>Case</th>"
+          "<th class=\"num\" data-type=\"number\">Mismatched</th>"
+          "<th class=\"num\" data-type=\"number\">Worst error / allowed</th>"
+          "<th class=\"num\" data-type=\"number\">Time</th></tr></thead>\n<tbody>\n",
           f);
     for (int k = 0; k < rr->count; k++) {
         const swa_result *r = &rr->items[order[k]];
         const char *o = swa_outcome_name(r->outcome);
         fprintf(f, "<tr class=\"%s\" data-outcome=\"%s\" data-text=\"", o, o);
         put_filter_text(f, r);
-        fprintf(f, "\"><td><span class=\"badge %s\">%s</span></td><td class=\"backend\">", o, o);
+        fprintf(f, "\"><td data-v=\"%d\"><span class=\"badge %s\">%s</span></td><td class=\"backend\">",
+                outcome_rank(r->outcome), o, o);
         esc(f, r->backend);
         fputs(" <span class=\"empty\">", f);
         esc(f, r->device);
-        fprintf(f, "</span></td><td>%s</td><td class=\"id\"><a href=\"#case-%d\">", swa_dtype_name(r->dtype), order[k]);
+        fprintf(f, "</span></td><td>%s</td><td class=\"id\"><a href=\"#%s\">", swa_dtype_name(r->dtype),
+                anchors[order[k]]);
         esc(f, r->id);
         fputs("</a>", f);
         if (r->mutant[0]) {
@@ -333,32 +491,36 @@ static void put_overview(FILE *f, const swa_run_results *rr, const int *order)
             fputs("</span>", f);
         }
         fputs("</td>", f);
-        if (r->has_compare)
-            fprintf(f, "<td class=\"num\">%lld / %lld (%.1f%%)</td>", r->cmp.mismatched, r->cmp.total, 100.0 * r->cmp.ratio);
+        if (r->has_compare && isfinite(r->cmp.ratio))
+            fprintf(f, "<td class=\"num\" data-v=\"%.17g\">%lld / %lld (%.1f%%)</td>", r->cmp.ratio, r->cmp.mismatched,
+                    r->cmp.total, 100.0 * r->cmp.ratio);
         else
-            fputs("<td class=\"num\">—</td>", f);
+            fputs("<td class=\"num\" data-v=\"-1\">—</td>", f);
         put_ratio_cell(f, r);
-        fprintf(f, "<td class=\"num\">%.3f s</td></tr>\n", r->duration);
+        fprintf(f, "<td class=\"num\" data-v=\"%.17g\">%.3f s</td></tr>\n", isfinite(r->duration) ? r->duration : -1.0,
+                r->duration);
     }
-    fputs("</tbody></table></section>\n", f);
+    fputs("</tbody></table></div></section>\n", f);
 }
 
 /* ---- heatmap ------------------------------------------------------------------- */
 
 static void put_legend(FILE *f, int x, int y)
 {
-    static const double stops[] = {0, 0.5, 1, 2, 5, 10, 100};
-    static const char *labels[] = {"0", "0.5", "1", "2", "5", "10", "≥100"};
+    /* within tolerance, then one box per decade of the log scale */
+    static const double stops[] = {0, 0.5, 1, 10, 100, 1e3, 1e4, 1e5, 1e6};
+    static const char *labels[] = {"0", "0.5", "1", "10", "100", "1e3", "1e4", "1e5", "≥1e6"};
+    enum { NSTOPS = sizeof stops / sizeof stops[0] };
     fprintf(f, "<text x=\"%d\" y=\"%d\">error / allowed:</text>\n", x, y + 11);
     int lx = x + 104;
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < NSTOPS; i++) {
         char color[16];
         ratio_color(stops[i], color, sizeof color);
         fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"34\" height=\"12\" fill=\"%s\" stroke=\"#c9d1d9\" stroke-width=\"0.5\"/>"
                    "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
                 lx + 38 * i, y + 1, color, lx + 38 * i + 17, y + 26, labels[i]);
     }
-    int nx = lx + 38 * 7 + 14;
+    int nx = lx + 38 * NSTOPS + 14;
     char color[16];
     ratio_color(INFINITY, color, sizeof color);
     fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"34\" height=\"12\" fill=\"%s\"/>"
@@ -387,7 +549,7 @@ static void put_heatmap(FILE *f, const swa_result *r)
     ch = ch > 22 ? 22 : ch < 5 ? 5 : ch;
     const int left = 62, top = 34, strip = 8;
     const int plot_w = cw * cols, plot_h = ch * heads;
-    const int width = left + (plot_w > 640 ? plot_w : 640) + 20;
+    const int width = left + (plot_w > 660 ? plot_w : 660) + 20; /* the legend is ~650 px wide */
     const int height = top + strip + 4 + plot_h + 44 + 40;
 
     fprintf(f, "<p class=\"caption\">Worst error / allowed per query row (x) and qo head (y)");
@@ -564,10 +726,10 @@ static void put_worst(FILE *f, const swa_compare_result *c)
     fputs("</tbody></table></div>\n", f);
 }
 
-static void put_case(FILE *f, const swa_result *r, int index, bool open, bool heatmap)
+static void put_case(FILE *f, const swa_result *r, const char *anchor, bool open, bool heatmap)
 {
     const char *o = swa_outcome_name(r->outcome);
-    fprintf(f, "<details class=\"case %s\" id=\"case-%d\" data-outcome=\"%s\" data-text=\"", o, index, o);
+    fprintf(f, "<details class=\"case %s\" id=\"%s\" data-outcome=\"%s\" data-text=\"", o, anchor, o);
     put_filter_text(f, r);
     fprintf(f, "\"%s>\n<summary><span class=\"badge %s\">%s</span> <span class=\"id\">", open ? " open" : "", o, o);
     esc(f, r->id);
@@ -602,7 +764,7 @@ static void put_case(FILE *f, const swa_result *r, int index, bool open, bool he
     fprintf(f, "</code> · %.3f s", r->duration);
     if (r->window_left >= 0)
         fprintf(f, "<br>Window: a query at position p sees keys [p − %d, p]; the window binds (cuts keys off) from "
-                   "p = %d on.", r->window_left, r->window_left + 1);
+                   "p = %lld on.", r->window_left, (long long)r->window_left + 1); /* a read-back report may hold INT_MAX */
     fputs("</p>\n", f);
 
     if (r->has_compare) {
@@ -644,8 +806,12 @@ static void put_case(FILE *f, const swa_result *r, int index, bool open, bool he
 int swa_report_write_html(const swa_run_results *rr, FILE *f)
 {
     int *order = malloc(((size_t)rr->count + 1) * sizeof *order);
-    if (!order)
+    char (*anchors)[ANCHOR_MAX] = make_anchors(rr);
+    if (!order || !anchors) {
+        free(order);
+        free(anchors);
         return -1;
+    }
     swa_report_order(rr, order);
     put_header(f, rr);
     if (rr->extra_html)
@@ -653,14 +819,14 @@ int swa_report_write_html(const swa_run_results *rr, FILE *f)
     if (rr->count == 0)
         fputs("<section><p class=\"empty\">No results yet.</p></section>\n", f);
     else
-        put_overview(f, rr, order);
+        put_overview(f, rr, order, anchors);
     fputs("<section id=\"details\"><h2>Details</h2>\n", f);
     int opened = 0;
     for (int k = 0; k < rr->count; k++) {
         const swa_result *r = &rr->items[order[k]];
         bool open = r->outcome == SWA_OUTCOME_FAILED && opened < OPEN_FAILURES;
         opened += open;
-        put_case(f, r, order[k], open, k < HEATMAP_MAX_CASES);
+        put_case(f, r, anchors[order[k]], open, k < HEATMAP_MAX_CASES);
     }
     fputs("</section>\n<footer>Generated by swadiff ", f);
     esc(f, rr->env.harness_version);
@@ -669,5 +835,6 @@ int swa_report_write_html(const swa_run_results *rr, FILE *f)
     fputs(SCRIPT, f);
     fputs("</script>\n</body>\n</html>\n", f);
     free(order);
+    free(anchors);
     return ferror(f) ? -1 : 0;
 }

@@ -1,7 +1,10 @@
 /* test_report_html.c — report.html rendered by headless Chromium: the DOM
  * after load must show the summary counts, the failing case first, its
  * heatmap, hostile case ids as text (never markup), working filter script,
- * and a complete page with JavaScript off.
+ * and a complete page with JavaScript off; the overview sorts on a click
+ * and stays readable in a 900 px window (a measuring script injected into a
+ * copy of the page); anchors do not move when cases are added; the heatmap's
+ * log scale tells 100x from 10^5x; an incomplete run is never green.
  *
  * Needs Chromium (Debian package `chromium`; the CI setup installs it).
  * Without it this test FAILS on purpose: a report nobody rendered is
@@ -10,6 +13,7 @@
  * Run: ctest --test-dir build -R test_report_html --output-on-failure
  */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 
 #include <fcntl.h>
 
@@ -32,8 +36,9 @@ static const char *find_chromium(void)
     return NULL;
 }
 
-/* stdout of chromium --dump-dom (stderr, full of D-Bus noise, dropped) */
-static char *dump_dom(const char *html_path, const char *hash)
+/* stdout of chromium --dump-dom (stderr, full of D-Bus noise, dropped),
+ * in a window width px wide (0: Chromium's default). */
+static char *dump_dom_at(const char *html_path, const char *hash, int width)
 {
     const char *chromium = find_chromium();
     cr_assert_not_null(chromium, "chromium not found on PATH: the HTML report tests need headless Chromium "
@@ -43,9 +48,11 @@ static char *dump_dom(const char *html_path, const char *hash)
     char user_data[300];
     snprintf(user_data, sizeof user_data, "--user-data-dir=%s", profile);
     snprintf(url, sizeof url, "file://%s%s", html_path, hash);
+    char size[64];
+    snprintf(size, sizeof size, "--window-size=%d,1000", width > 0 ? width : 1280);
     char *argv[] = {"timeout", "120", (char *)chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                     "--no-first-run", "--disable-background-networking", "--disable-component-update",
-                    "--disable-sync", user_data, "--dump-dom", url, NULL};
+                    "--disable-sync", user_data, size, "--dump-dom", url, NULL};
     int fds[2];
     cr_assert_eq(pipe(fds), 0);
     pid_t pid = fork();
@@ -75,6 +82,8 @@ static char *dump_dom(const char *html_path, const char *hash)
     return buf;
 }
 
+static char *dump_dom(const char *html_path, const char *hash) { return dump_dom_at(html_path, hash, 0); }
+
 static int count(const char *hay, const char *needle)
 {
     int n = 0;
@@ -82,6 +91,10 @@ static int count(const char *hay, const char *needle)
         n++;
     return n;
 }
+
+/* The seed failure's anchor: derived from its id and backend (a sanitized
+ * prefix and a hash), never from its position. */
+#define SEED_ANCHOR "case-seeds_000_paged_prefill_extend__6_8_12_--prefill-"
 
 static void write_html(char *path, size_t n)
 {
@@ -123,7 +136,7 @@ Test(report_html, renders_summary_failures_heatmap_and_escapes, .timeout = 240)
     cr_expect(strstr(dom, "640 / 832 (76.9%)") != NULL, "mismatch count of the failing case");
 
     /* the failing case's details are open, with the heatmap and its legend */
-    cr_expect(strstr(dom, "<details class=\"case failed\" id=\"case-0\"") != NULL);
+    cr_expect(strstr(dom, "<details class=\"case failed\" id=\"" SEED_ANCHOR) != NULL);
     cr_expect_geq(count(dom, "<svg class=\"heatmap\""), 2, "heatmaps of the output-mismatch failures");
     cr_expect(strstr(dom, "error / allowed:") != NULL, "heatmap legend");
     cr_expect(strstr(dom, "window binds: p − L = ") != NULL, "window strip");
@@ -220,7 +233,7 @@ Test(report_html, complete_without_javascript)
     cr_expect(strstr(html, "id=\"filters\" hidden") != NULL, "filter bar should stay hidden without JS");
     cr_expect(strstr(html, "filtering needs JavaScript") != NULL, "the page should say why there is no filter");
     cr_expect_eq(count(html, "<details class=\"case "), 6, "every case should have its details block");
-    cr_expect(strstr(html, "<details class=\"case failed\" id=\"case-0\" data-outcome=\"failed\"") != NULL);
+    cr_expect(strstr(html, "<details class=\"case failed\" id=\"" SEED_ANCHOR) != NULL);
     cr_expect(strstr(html, "<svg class=\"heatmap\"") != NULL);
     free(html);
 }
@@ -239,4 +252,280 @@ Test(report_html, self_contained)
     cr_expect(strstr(html, "http:") == NULL && strstr(html, "https:") == NULL && strstr(html, "//fonts") == NULL,
               "no URL may appear in the page");
     free(html);
+}
+
+/* ---- anchors, sorting, narrow windows, the log scale, incomplete runs ---------- */
+
+static void write_rr_html(const swa_run_results *rr, char *path, size_t n)
+{
+    char dir[256];
+    fix_tmpdir(dir, sizeof dir);
+    swa_error err = {0};
+    cr_assert_eq(swa_report_write_all(rr, dir, &err), SWA_OK, "%s", err.message);
+    snprintf(path, n, "%s/report.html", dir);
+}
+
+/* A copy of the page at path with script inserted before </body> (after
+ * the page's own script, so it sees the page as a reader would). */
+static void with_script(const char *path, const char *script, char *out, size_t n)
+{
+    char *html = fix_read_file(path);
+    cr_assert_not_null(html);
+    char *end = strstr(html, "</body>");
+    cr_assert_not_null(end);
+    snprintf(out, n, "%s.probe.html", path);
+    FILE *f = fopen(out, "w");
+    cr_assert_not_null(f);
+    fwrite(html, 1, (size_t)(end - html), f);
+    fprintf(f, "<script>\n%s\n</script>\n%s", script, end);
+    fclose(f);
+    free(html);
+}
+
+typedef struct anchor_row {
+    char text[300]; /* the escaped id as the overview shows it */
+    char href[200];
+} anchor_row;
+
+/* The overview's (id text, href) pairs, in table order. */
+static int overview_anchors(const char *html, anchor_row *rows, int max)
+{
+    int n = 0;
+    const char *p = strstr(html, "<tbody>");
+    for (; p && n < max && (p = strstr(p, "<td class=\"id\"><a href=\"#")); n++) {
+        p += strlen("<td class=\"id\"><a href=\"#");
+        const char *q = strchr(p, '"');
+        snprintf(rows[n].href, sizeof rows[n].href, "%.*s", (int)(q - p), p);
+        p = q + 2;
+        q = strstr(p, "</a>");
+        snprintf(rows[n].text, sizeof rows[n].text, "%.*s", (int)(q - p), p);
+    }
+    return n;
+}
+
+/* Cases added to a run (a new case file loaded first, a failure that now
+ * sorts first) move every result's place in the run and in the page; the
+ * anchors of the results that were there before stay what they were, and
+ * every link still finds its block. */
+Test(report_html, anchors_do_not_move_when_cases_are_added)
+{
+    swa_run_results rr;
+    fix_results(&rr);
+    char path1[300], path2[300];
+    write_rr_html(&rr, path1, sizeof path1);
+
+    /* the same results behind two new ones: one that sorts first, one error */
+    static const fix_spec first = {"aaa/inserted:extend=[6,8,12]", "cases/aaa.json", "prefill", "host", NULL,
+                                   SWA_DTYPE_BF16, 3, {6, 8, 12}, {6, 12, 32}, 4, 1, 8, 4, false, FIX_STALE_KEYS};
+    swa_run_results grown = {0};
+    grown.env = rr.env;
+    grown.started = rr.started;
+    swa_result r;
+    fix_build(&first, &r);
+    swa_run_results_add(&grown, &r);
+    swa_result e = rr.items[3]; /* an error copied without its arrays */
+    memset(&e.cmp, 0, sizeof e.cmp);
+    e.has_compare = false;
+    e.outcome = SWA_OUTCOME_ERROR;
+    snprintf(e.id, sizeof e.id, "aab/new_error");
+    swa_run_results_add(&grown, &e);
+    for (int i = 0; i < rr.count; i++)
+        swa_run_results_add(&grown, &rr.items[i]); /* the arrays move to grown */
+    rr.count = 0;
+    swa_run_results_free(&rr);
+    write_rr_html(&grown, path2, sizeof path2);
+    swa_run_results_free(&grown);
+
+    char *h1 = fix_read_file(path1), *h2 = fix_read_file(path2);
+    static anchor_row a1[16], a2[16];
+    int n1 = overview_anchors(h1, a1, 16), n2 = overview_anchors(h2, a2, 16);
+    cr_assert_eq(n1, 6);
+    cr_assert_eq(n2, 8);
+    for (int i = 0; i < n1; i++) {
+        int j = 0;
+        while (j < n2 && strcmp(a2[j].text, a1[i].text))
+            j++;
+        cr_assert_lt(j, n2, "%s vanished from the overview", a1[i].text);
+        cr_expect_str_eq(a2[j].href, a1[i].href, "the anchor of %s moved from #%s to #%s", a1[i].text, a1[i].href,
+                         a2[j].href);
+    }
+    for (int j = 0; j < n2; j++) {
+        char target[260];
+        snprintf(target, sizeof target, "id=\"%s\"", a2[j].href);
+        cr_expect_eq(count(h2, target), 1, "#%s (%s) should name exactly one block", a2[j].href, a2[j].text);
+    }
+    free(h1);
+    free(h2);
+}
+
+/* Clicking a column head sorts the overview by it, ascending then
+ * descending: numbers by value, text by text. */
+struct sort_click {
+    int column, clicks;
+    char order[6][24]; /* the data-text prefixes of the rows, top to bottom */
+};
+
+ParameterizedTestParameters(report_html, overview_sorts_on_click)
+{
+    static struct sort_click params[] = {
+        {6, 1, {"decode/window_sweep", "decode/aiter_lse", "models/gemma3_1b", "&lt;script&gt;", "seeds/000", "decode/cuda_graph"}},
+        {6, 2, {"decode/cuda_graph", "seeds/000", "&lt;script&gt;", "models/gemma3_1b", "decode/aiter_lse", "decode/window_sweep"}},
+        {3, 1, {"&lt;script&gt;", "decode/aiter_lse", "decode/cuda_graph", "decode/window_sweep", "models/gemma3_1b", "seeds/000"}},
+    };
+    return cr_make_param_array(struct sort_click, params, sizeof params / sizeof params[0]);
+}
+
+ParameterizedTest(struct sort_click *p, report_html, overview_sorts_on_click, .timeout = 240)
+{
+    swa_run_results rr;
+    fix_results(&rr);
+    static const double durations[] = {0.5, 0.1, 0.4, 0.2, 0.6, 0.3}; /* distinct: one order */
+    for (int i = 0; i < rr.count; i++)
+        rr.items[i].duration = durations[i];
+    char path[300], probe[340], script[300];
+    write_rr_html(&rr, path, sizeof path);
+    swa_run_results_free(&rr);
+    snprintf(script, sizeof script,
+             "var b = document.querySelectorAll('table.overview thead th')[%d].querySelector('button');\n"
+             "for (var i = 0; i < %d; i++) b.click();", p->column, p->clicks);
+    with_script(path, script, probe, sizeof probe);
+    char *dom = dump_dom(probe, "");
+    const char *tbody = strstr(dom, "<tbody>");
+    cr_assert_not_null(tbody);
+    const char *prev = tbody;
+    for (int k = 0; k < 6; k++) {
+        char needle[64];
+        snprintf(needle, sizeof needle, "data-text=\"%s", p->order[k]);
+        const char *at = strstr(tbody, needle);
+        cr_assert_not_null(at, "row %s missing", p->order[k]);
+        cr_expect(at > prev, "column %d, %d click(s): %s should be row %d", p->column, p->clicks, p->order[k], k + 1);
+        prev = at;
+    }
+    cr_expect(strstr(dom, p->clicks % 2 ? "aria-sort=\"ascending\"" : "aria-sort=\"descending\"") != NULL,
+              "the sorted column should say how it is sorted");
+    free(dom);
+}
+
+/* In a 900 px window the overview keeps case ids readable (at least 30
+ * characters per line; it used to give them a few) and the page itself
+ * does not scroll sideways: the table scrolls in its own box. */
+Test(report_html, overview_readable_at_900px, .timeout = 240)
+{
+    swa_run_results rr;
+    fix_results(&rr);
+    snprintf(rr.items[1].id, sizeof rr.items[1].id, "%s",
+             "decode/window_sweep:r0.kv_len=4096,r1.kv_len=65536,num_qo_heads=32,num_kv_heads=8,dtype=bf16,"
+             "page_size=16,window_left=4095,seed=12345678901234");
+    char path[300], probe[340];
+    write_rr_html(&rr, path, sizeof path);
+    swa_run_results_free(&rr);
+    with_script(path,
+                "var out = [];\n"
+                "document.querySelectorAll('table.overview td.id a').forEach(function (a) {\n"
+                "  var lh = parseFloat(getComputedStyle(a).lineHeight) || 18;\n"
+                "  var lines = Math.max(1, Math.round(a.getBoundingClientRect().height / lh));\n"
+                "  out.push(a.textContent.length + ':' + lines);\n"
+                "});\n"
+                "document.body.setAttribute('data-page', window.innerWidth + ':' + document.documentElement.scrollWidth);\n"
+                "document.body.setAttribute('data-ids', out.join(' '));",
+                probe, sizeof probe);
+    char *dom = dump_dom_at(probe, "", 900);
+    int width = 0, scroll = 0;
+    const char *page = strstr(dom, "data-page=\"");
+    cr_assert_not_null(page, "the measuring script did not run");
+    sscanf(page, "data-page=\"%d:%d", &width, &scroll);
+    cr_expect_eq(width, 900, "window width %d", width);
+    cr_expect_leq(scroll, width, "the page scrolls sideways at 900 px (%d px wide)", scroll);
+    const char *ids = strstr(dom, "data-ids=\"");
+    cr_assert_not_null(ids);
+    ids += strlen("data-ids=\"");
+    int rows = 0;
+    for (int len, lines, used; sscanf(ids, "%d:%d%n", &len, &lines, &used) == 2; ids += used, rows++) {
+        int most = (len + 29) / 30;
+        cr_expect_leq(lines, most, "an id of %d characters takes %d lines at 900 px (fewer than 30 per line)", len,
+                      lines);
+    }
+    cr_expect_eq(rows, 6, "measured %d ids", rows);
+    free(dom);
+}
+
+/* The fill of the heatmap cell whose tooltip is exactly title. */
+static void cell_fill(const char *html, const char *title, char *fill, size_t n)
+{
+    char needle[160];
+    snprintf(needle, sizeof needle, "<title>%s</title>", title);
+    const char *t = strstr(html, needle);
+    cr_assert_not_null(t, "no heatmap cell titled \"%s\"", title);
+    const char *f = t;
+    while (f > html && strncmp(f, "fill=\"", 6))
+        f--;
+    snprintf(fill, n, "%.7s", f + 6);
+}
+
+/* 100x, 10^5x and 10^6x the allowance are three colours (the old scale
+ * stopped at ">= 100"), and the legend has a box per decade. */
+Test(report_html, heatmap_log_scale_tells_100_from_1e5)
+{
+    swa_run_results rr;
+    fix_results(&rr);
+    swa_compare_result *c = &rr.items[0].cmp; /* the seed failure, first in the page */
+    cr_assert_not_null(c->row_head_ratio);
+    c->row_head_ratio[0] = 100.0f;
+    c->row_head_ratio[(size_t)1 * c->heads] = 1e5f;
+    c->row_head_ratio[(size_t)2 * c->heads] = 1e6f;
+    char path[300];
+    write_rr_html(&rr, path, sizeof path);
+    swa_run_results_free(&rr);
+    char *html = fix_read_file(path);
+    char f100[8], f1e5[8], f1e6[8];
+    cell_fill(html, "row 0 (request 0), head 0: 100× allowed", f100, sizeof f100);
+    cell_fill(html, "row 1 (request 0), head 0: 1e+05× allowed", f1e5, sizeof f1e5);
+    cell_fill(html, "row 2 (request 0), head 0: 1e+06× allowed", f1e6, sizeof f1e6);
+    cr_expect_str_neq(f100, f1e5, "100x and 1e5x share the colour %s", f100);
+    cr_expect_str_neq(f1e5, f1e6, "1e5x and 1e6x share the colour %s", f1e5);
+    for (const char *label = "100"; label; label = !strcmp(label, "100") ? "1e5" : !strcmp(label, "1e5") ? "≥1e6" : NULL) {
+        char needle[64];
+        snprintf(needle, sizeof needle, "text-anchor=\"middle\">%s</text>", label);
+        cr_expect(strstr(html, needle) != NULL, "legend label %s missing", label);
+    }
+    free(html);
+}
+
+/* An incomplete run, or one whose exit code its results do not explain,
+ * never gets the green banner, even when every result it has passed. */
+Test(report_html, incomplete_run_is_never_green)
+{
+    swa_run_results rr;
+    fix_results(&rr);
+    swa_result two[2] = {rr.items[1], rr.items[5]}; /* a pass and a skip; rr keeps ownership */
+    swa_run_results part = rr;
+    part.items = two;
+    part.count = part.capacity = 2;
+    part.exitcode = SWA_EXIT_OK;
+    char path[300];
+    write_rr_html(&part, path, sizeof path);
+    char *html = fix_read_file(path);
+    cr_expect(strstr(html, "<header class=\"banner passed\"") != NULL, "a complete all-pass run is green");
+    free(html);
+
+    part.incomplete = true;
+    part.expected = 6;
+    part.exitcode = SWA_EXIT_RUNTIME;
+    snprintf(part.incomplete_reason, sizeof part.incomplete_reason, "interrupted by signal 15 <TERM>");
+    write_rr_html(&part, path, sizeof path);
+    html = fix_read_file(path);
+    cr_expect(strstr(html, "<header class=\"banner error\"") != NULL, "an incomplete run must not be green");
+    cr_expect(strstr(html, "<h1>swadiff: incomplete run, 2 results</h1>") != NULL, "heading");
+    cr_expect(strstr(html, "Incomplete: 2 of 6 results. interrupted by signal 15 &lt;TERM&gt;") != NULL,
+              "the banner should give the count and the escaped reason");
+    free(html);
+
+    part.incomplete = false;
+    part.incomplete_reason[0] = '\0';
+    write_rr_html(&part, path, sizeof path);
+    html = fix_read_file(path);
+    cr_expect(strstr(html, "<header class=\"banner error\"") && strstr(html, "exit code 3, no failing result"),
+              "exit code 3 with passing results must not be green");
+    free(html);
+    swa_run_results_free(&rr);
 }
