@@ -61,7 +61,12 @@ double swa_now(void);
 typedef enum { SWA_DTYPE_FP16 = 0, SWA_DTYPE_BF16 = 1, SWA_DTYPE_FP32 = 2 } swa_dtype;
 typedef enum { SWA_LAYOUT_NHD = 0, SWA_LAYOUT_HND = 1 } swa_layout;
 typedef enum { SWA_KV_PAGED = 0, SWA_KV_RAGGED = 1 } swa_kv_mode;
-typedef enum { SWA_DIST_NORMAL = 0, SWA_DIST_UNIFORM = 1, SWA_DIST_POISON = 2 } swa_dist;
+typedef enum {
+    SWA_DIST_NORMAL = 0,
+    SWA_DIST_UNIFORM = 1,
+    SWA_DIST_POISON = 2,
+    SWA_DIST_EDGE = 3, /* window-edge data: a one-key shift of the window moves every row (core/data.c) */
+} swa_dist;
 /* Device kinds; names, and whether each is built, live in the registry
  * (backends/registry.c). */
 typedef enum { SWA_DEVICE_HOST = 0, SWA_DEVICE_CUDA = 1, SWA_DEVICE_HIP = 2, SWA_DEVICE_COUNT = 3 } swa_device;

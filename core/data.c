@@ -26,6 +26,48 @@
  *            in fp16, bf16 and fp32, and the signs alternate by dim so leaked
  *            rows cannot cancel.  K of those keys stays normal: kernels may
  *            legitimately compute (and then mask) their logits.
+ *   edge     window-edge data: a window one key too short or too long moves
+ *            the output of every row by far more than the tolerance, for any
+ *            window_left (the issue "Detection power, measured": with normal
+ *            data a one-key error at L = 1023 moves a bf16 output by ~1e-3,
+ *            under the 1e-2 tolerance).  Construction, per request:
+ *            - Logits depend on the key only.  Every row has the same
+ *              q . k_k = c_h * t(k): K is zero except dims 0 and 1, which
+ *              hold t(k) = 64 * hi + lo (lo in [0, 64), |hi| <= 256: small
+ *              integers, exact in fp16, bf16 and fp32), and q holds c_h and
+ *              64 * c_h there (other dims of q are normal and meet zeros).
+ *              The products and their sum c_h * t are exact in fp32, so
+ *              every kernel and the reference see the same logits.
+ *            - t(k) falls by one per key across the band of window edges
+ *              [e_lo - M, e_hi + M], e_lo = p_first - L - 1 (the first
+ *              row's first invisible key) and e_hi = p_last - L (the last
+ *              row's first visible key), and is flat outside it.  So for
+ *              every row the first visible key k = p - L has the highest
+ *              logit of the window, the next ones fall geometrically
+ *              (ratio e^-delta), and the first invisible key p - L - 1
+ *              would rank above it.  M keys of margin past e_hi put the
+ *              rest of the window at least 24 nats below the edge key:
+ *              e^-24 = 3.8e-11 each, 3e-7 of the edge's weight in all for
+ *              L = 8191.
+ *            - c_h = delta_h / sm_scale, delta_h = delta * (1, 1.25, 1.5,
+ *              1.75) by qo head % 4 (heads differ, so a head mix-up shows),
+ *              delta = 2 nats unless the band is long (long prefill) or the
+ *              dtype cannot hold 64 * c_h (fp16, tiny sm_scale): then delta
+ *              shrinks to keep |logit| <= 2000 nats and q finite.  t is
+ *              centred on the band, so the rows' edge keys sit at t in
+ *              [-qo_len/2, qo_len/2]; under a soft cap delta also shrinks
+ *              until their logits stay within +-cap/2, where the cap keeps
+ *              them distinct (slope of c tanh(s/c) >= 0.79).
+ *            - V alternates in sign with the key (and with dim and kv head),
+ *              magnitudes 0.5 + uniform[0, 1).  The output of a row is
+ *              about w0 v(p-L) + w1 v(p-L+1) + ..., dominated by the edge
+ *              key with alternating signs, so moving the edge by one key
+ *              flips the sign of most of the output: |diff| ~ 1 against a
+ *              bf16 allowance of ~0.02 (tests/test_edge_data.c measures the
+ *              margins for L = 1023, 4095, 8191).
+ *            With window_left = -1 the edge is key 0 for every row.  Rows
+ *            where the window does not bind see key 0 first and are
+ *            dominated by it.
  * In every distribution, pool pages that no request references, and the
  * slots past kv_len in a request's last page, are NaN (paged.c). */
 #include "core/data.h"
@@ -143,6 +185,105 @@ static void poison_invisible_values(const swa_case *c, swa_inputs *in)
     }
 }
 
+/* ---------------------------------------------------------------------------
+ * edge data (see the header comment) */
+
+#define EDGE_DELTA 2.0         /* nats between neighbouring keys of the band */
+#define EDGE_TAIL 24.0         /* nats from a row's edge key down to the flat interior */
+#define EDGE_MAX_NATS 2000.0   /* bound on |logit| anywhere */
+#define EDGE_HEAD_SPAN 1.75    /* delta_h / delta of the steepest head */
+#define EDGE_DIGIT 64          /* t = EDGE_DIGIT * hi + lo */
+#define EDGE_T_MAX 16383       /* |hi| <= 256: exact integers in bf16 */
+#define EDGE_MARGIN_MAX 4096
+
+typedef struct edge_band {
+    long long right, left; /* t falls from left to right; flat outside [left, right] */
+    long long centre;      /* t = (right - clamp(k)) - centre */
+    double delta;          /* nats per key of head 0 (heads % 4 == 0) */
+} edge_band;
+
+static edge_band edge_band_of(const swa_case *c, int r)
+{
+    const long long qo = c->qo_len[r], kv = c->kv_len[r], L = c->window_left;
+    /* e_hi: the last row's first visible key; e_lo: the first row's first
+     * invisible key.  No window: key 0 is every row's edge. */
+    long long e_hi = L >= 0 ? kv - 1 - L : 0, e_lo = L >= 0 ? kv - qo - L - 1 : -1;
+    double scale = c->sm_scale < 0 ? -c->sm_scale : c->sm_scale;
+    double delta = EDGE_DELTA;
+    /* fp16 must hold 64 * c_h: c_h <= 1023 */
+    double c_max = c->dtype == SWA_DTYPE_FP16 ? 1023.0 : 1e30;
+    if (delta * EDGE_HEAD_SPAN > c_max * scale)
+        delta = c_max * scale / EDGE_HEAD_SPAN;
+    /* the rows' edge keys sit at t in [-qo/2, qo/2]: keep their logits
+     * within +-cap/2, where c tanh(s/c) still has slope >= 0.79 */
+    if (c->soft_cap > 0 && delta * EDGE_HEAD_SPAN * (double)qo > c->soft_cap)
+        delta = c->soft_cap / (EDGE_HEAD_SPAN * (double)qo);
+    long long margin = 1;
+    for (int it = 0; it < 16; it++) { /* margin and delta depend on each other; converges in 2-3 */
+        double m = EDGE_TAIL / (delta > 0 ? delta : 1e-30);
+        margin = m > EDGE_MARGIN_MAX ? EDGE_MARGIN_MAX : (long long)m + 1;
+        double n = (double)(e_hi - e_lo) + 2.0 * (double)margin;
+        double limit = 2.0 * EDGE_MAX_NATS / (EDGE_HEAD_SPAN * n);
+        if (delta <= limit)
+            break;
+        delta = limit;
+    }
+    edge_band b = {e_hi + margin, e_lo - margin, 0, delta};
+    b.centre = (b.right - b.left) / 2;
+    return b;
+}
+
+static long long edge_t(const edge_band *b, long long k)
+{
+    long long kk = k < b->left ? b->left : k > b->right ? b->right : k;
+    long long t = (b->right - kk) - b->centre;
+    return t < -EDGE_T_MAX ? -EDGE_T_MAX : t > EDGE_T_MAX ? EDGE_T_MAX : t;
+}
+
+static void put(const swa_case *c, float *values, void *raw, size_t i, float x)
+{
+    values[i] = swa_round_to(c->dtype, x);
+    swa_store(c->dtype, raw, i, values[i]);
+}
+
+static void fill_edge(const swa_case *c, swa_inputs *in)
+{
+    const int D = c->head_dim, Hq = c->num_qo_heads, Hk = c->num_kv_heads;
+    swa_rng qrng, vrng;
+    swa_rng_seed(&qrng, c->seed, "q");
+    swa_rng_seed(&vrng, c->seed, "v");
+    for (int r = 0; r < c->num_requests; r++) {
+        edge_band band = edge_band_of(c, r);
+        /* q: normal except dims 0 and 1, which carry c_h and 64 c_h */
+        for (int i = in->qo_indptr[r]; i < in->qo_indptr[r + 1]; i++)
+            for (int h = 0; h < Hq; h++) {
+                size_t base = ((size_t)i * Hq + h) * D;
+                for (int d = 0; d < D; d++)
+                    put(c, in->q, in->q_raw, base + d, (float)swa_rng_normal(&qrng));
+                double ch = c->sm_scale == 0 ? 0 : band.delta * (1.0 + 0.25 * (h % 4)) / c->sm_scale;
+                put(c, in->q, in->q_raw, base, (float)ch);
+                if (D > 1) /* 64 x a dtype value: exact */
+                    put(c, in->q, in->q_raw, base + 1, in->q[base] * (float)EDGE_DIGIT);
+            }
+        /* k: t(k) in dims 0 and 1, zero elsewhere; v: alternating signs */
+        for (int t = 0; t < c->kv_len[r]; t++) {
+            long long tk = edge_t(&band, t);
+            long long lo = ((tk % EDGE_DIGIT) + EDGE_DIGIT) % EDGE_DIGIT, hi = (tk - lo) / EDGE_DIGIT;
+            if (D == 1) /* one dim: t itself, clamped to what bf16 holds exactly */
+                lo = tk < -256 ? -256 : tk > 256 ? 256 : tk;
+            for (int hk = 0; hk < Hk; hk++) {
+                size_t base = (((size_t)in->kv_indptr[r] + t) * Hk + hk) * D;
+                for (int d = 0; d < D; d++) {
+                    float kx = d == 0 ? (float)lo : d == 1 ? (float)hi : 0.0f;
+                    put(c, in->k, in->k_raw, base + d, kx);
+                    float mag = (float)(0.5 + swa_rng_uniform(&vrng));
+                    put(c, in->v, in->v_raw, base + d, ((t + d + hk) & 1) ? -mag : mag);
+                }
+            }
+        }
+    }
+}
+
 swa_status swa_inputs_create(const swa_case *c, swa_inputs *in, swa_error *err)
 {
     memset(in, 0, sizeof *in);
@@ -181,11 +322,15 @@ swa_status swa_inputs_create(const swa_case *c, swa_inputs *in, swa_error *err)
     if (!in->q || !in->k || !in->v || !in->q_raw || !in->k_raw || !in->v_raw)
         goto nomem;
 
-    fill_tensor(in->q, in->q_raw, q_elems, c, "q");
-    fill_tensor(in->k, in->k_raw, kv_elems, c, "k");
-    fill_tensor(in->v, in->v_raw, kv_elems, c, "v");
-    if (c->dist == SWA_DIST_POISON)
-        poison_invisible_values(c, in);
+    if (c->dist == SWA_DIST_EDGE) {
+        fill_edge(c, in);
+    } else {
+        fill_tensor(in->q, in->q_raw, q_elems, c, "q");
+        fill_tensor(in->k, in->k_raw, kv_elems, c, "k");
+        fill_tensor(in->v, in->v_raw, kv_elems, c, "v");
+        if (c->dist == SWA_DIST_POISON)
+            poison_invisible_values(c, in);
+    }
 
     st = swa_paged_build(&in->paged, c->dtype, c->layout, c->page_size, c->num_requests, c->kv_len,
                          c->num_kv_heads, c->head_dim, in->k, in->v, c->seed, err);

@@ -35,7 +35,7 @@
 static const char *const DTYPE_NAMES[] = {"fp16", "bf16", "fp32", NULL};
 static const char *const LAYOUT_NAMES[] = {"NHD", "HND", NULL};
 static const char *const KV_MODE_NAMES[] = {"paged", "ragged", NULL};
-static const char *const DIST_NAMES[] = {"normal", "uniform", "poison", NULL};
+static const char *const DIST_NAMES[] = {"normal", "uniform", "poison", "edge", NULL};
 static const int HEAD_DIMS[] = {64, 96, 128, 256};
 
 const key_spec swa_case_keys[F_COUNT] = {
