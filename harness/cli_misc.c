@@ -7,6 +7,7 @@
 #include "harness/cli.h"
 #include "harness/report.h"
 
+#include "harness/bench_harness.h"
 #include "reference/bench_ref.h"
 #ifdef SWADIFF_HAVE_CUDA
 #include "backends/cuda/bench_cuda.h"
@@ -16,10 +17,13 @@ static int bench_usage(FILE *f)
 {
     fprintf(f,
             "usage: swadiff bench --reference [OPTIONS]\n"
+            "       swadiff bench --harness [--device D] [--jobs N[,M]] [--json FILE]\n"
             "       swadiff bench --device cuda [--json FILE] [OPTIONS]\n"
             "\n"
             "--reference: GFLOP/s of the CPU reference against the naive loop oracle and\n"
             "             plain cblas_dgemm on this machine (Gemma-3-1B prefill, Mistral decode).\n"
+            "--harness:   results/s of the whole harness over a generated ~3,000-pair matrix and\n"
+            "             the share of time per stage, for each --jobs value.\n"
             "--device cuda: kernel time with CUDA events over working sets beyond L2; GB/s for\n"
             "             decode (window bytes), TFLOP/s for prefill (visible pairs), next to\n"
             "             the H200 ceilings of README (Kernels and speed).\n"
@@ -35,6 +39,8 @@ int swa_cmd_bench(int argc, char **argv)
         return bench_usage(stdout);
     if (!strcmp(argv[1], "--reference"))
         return swa_bench_reference(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "--harness"))
+        return swa_bench_harness(argc - 1, argv + 1, "swadiff");
     if (!strcmp(argv[1], "--device") && argc >= 3) {
         if (!strcmp(argv[2], "cuda")) {
 #ifdef SWADIFF_HAVE_CUDA

@@ -12,6 +12,8 @@
 
 #include "harness/compare.h"
 
+enum { SWA_STAGE_DATA = 0, SWA_STAGE_REFERENCE = 1, SWA_STAGE_BACKEND = 2, SWA_STAGE_COMPARE = 3 };
+
 typedef enum {
     SWA_OUTCOME_PASSED = 0,
     SWA_OUTCOME_FAILED = 1,
@@ -45,6 +47,9 @@ typedef struct swa_result {
     /* shape summary for the HTML heatmap captions */
     int num_requests, total_qo, num_qo_heads, num_kv_heads, head_dim, window_left;
     int seq;                     /* pair index in the run's order (not written): reports list results by it */
+    /* where the time went (not written to reports; `bench --harness` adds
+     * them up): the case's data and reference go to its first backend */
+    double stage[4];
 } swa_result;
 
 typedef struct swa_environment {
@@ -73,6 +78,7 @@ typedef struct swa_run_results {
     int expected;                /* pairs the run selected; 0 when unknown */
     bool incomplete;
     char incomplete_reason[200];
+    double report_seconds;       /* time the parent spent recording results (reports, console) */
 } swa_run_results;
 
 #ifdef __cplusplus

@@ -96,6 +96,60 @@ static size_t host_memory_budget(void)
     return (size_t)((double)pages * (double)page * 0.8);
 }
 
+/* Inputs are the slowest stage for large cases (Irwin–Hall needs twelve
+ * draws a value), and a sweep over windows, backends' flags or tolerances
+ * regenerates the same tensors case after case.  The last inputs made are
+ * kept and lent to the next case when everything that decides their values
+ * is equal: shapes, lengths, dtype, paging, seed, and a distribution that
+ * does not depend on the window (normal, uniform).  Lent inputs are never
+ * written (backends and the reference take them const). */
+static struct {
+    bool valid;
+    int users;
+    swa_case key;
+    swa_inputs in;
+} input_cache;
+
+static bool same_inputs(const swa_case *a, const swa_case *b)
+{
+    if (!(a->dist == SWA_DIST_NORMAL || a->dist == SWA_DIST_UNIFORM) || a->dist != b->dist)
+        return false;
+    if (a->num_requests != b->num_requests || a->num_qo_heads != b->num_qo_heads ||
+        a->num_kv_heads != b->num_kv_heads || a->head_dim != b->head_dim || a->dtype != b->dtype ||
+        a->page_size != b->page_size || a->layout != b->layout || a->seed != b->seed)
+        return false;
+    for (int r = 0; r < a->num_requests; r++)
+        if (a->qo_len[r] != b->qo_len[r] || a->kv_len[r] != b->kv_len[r])
+            return false;
+    return true;
+}
+
+static swa_status inputs_for(swa_case_ctx *ctx, const swa_case *c, swa_error *err)
+{
+    if (input_cache.valid && same_inputs(&input_cache.key, c)) {
+        ctx->in = input_cache.in;
+        ctx->inputs_borrowed = true;
+        input_cache.users++;
+        return SWA_OK;
+    }
+    swa_status st = swa_inputs_create(c, &ctx->in, err);
+    if (st != SWA_OK || input_cache.users > 0 || !(c->dist == SWA_DIST_NORMAL || c->dist == SWA_DIST_UNIFORM))
+        return st;
+    /* keep these for the next case: the cache owns them, this case borrows */
+    if (input_cache.valid) {
+        swa_inputs_free(&input_cache.in);
+        swa_case_free(&input_cache.key);
+        input_cache.valid = false;
+    }
+    if (swa_case_copy(&input_cache.key, c) != 0)
+        return SWA_OK; /* no memory to cache: the case keeps its own inputs */
+    input_cache.in = ctx->in;
+    input_cache.valid = true;
+    input_cache.users = 1;
+    ctx->inputs_borrowed = true;
+    return SWA_OK;
+}
+
 swa_status swa_case_ctx_init(swa_case_ctx *ctx, const swa_case *c, const swa_device_ops *dev,
                              swa_error *err)
 {
@@ -116,9 +170,12 @@ swa_status swa_case_ctx_init_dump(swa_case_ctx *ctx, const swa_case *c, const sw
                              "case %s needs about %.2f GiB of host memory (inputs, paged pool, references, "
                              "outputs) but %.2f GiB are available to swadiff: split the case or run it on a "
                              "larger machine", c->id, need / 1073741824.0, budget / 1073741824.0);
-    swa_status st = swa_inputs_create(c, &ctx->in, err);
+    double t0 = swa_now();
+    swa_status st = inputs_for(ctx, c, err);
     if (st != SWA_OK)
         return st;
+    ctx->t_data = swa_now() - t0;
+    t0 = swa_now();
     size_t n_out = (size_t)ctx->in.total_qo * c->num_qo_heads * c->head_dim;
     size_t n_lse = (size_t)ctx->in.total_qo * c->num_qo_heads;
     ctx->ref_out = malloc(n_out * sizeof(double));
@@ -150,11 +207,14 @@ swa_status swa_case_ctx_init_dump(swa_case_ctx *ctx, const swa_case *c, const sw
         if (swa_dump_case(dump_dir, c, &ctx->in, ctx->ref_out, ctx->ref_lse, &derr) != SWA_OK)
             fprintf(stderr, "swadiff: warning: --dump for %s: %s\n", c->id, derr.message);
     }
+    ctx->t_reference = swa_now() - t0;
+    t0 = swa_now();
     st = dev->upload(&ctx->in, &ctx->dev_inputs, err);
     if (st != SWA_OK) {
         swa_case_ctx_free(ctx);
         return st;
     }
+    ctx->t_data += swa_now() - t0; /* the upload counts as data */
     ctx->ready = true;
     return SWA_OK;
 }
@@ -170,7 +230,14 @@ void swa_case_ctx_free(swa_case_ctx *ctx)
     free(ctx->lowp_lse);
     ctx->ref_out = ctx->ref_lse = NULL;
     ctx->lowp_out = ctx->lowp_lse = NULL;
-    swa_inputs_free(&ctx->in);
+    if (ctx->inputs_borrowed) {
+        if (input_cache.users > 0)
+            input_cache.users--;
+        memset(&ctx->in, 0, sizeof ctx->in);
+        ctx->inputs_borrowed = false;
+    } else {
+        swa_inputs_free(&ctx->in);
+    }
     ctx->ready = false;
 }
 
@@ -287,6 +354,8 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
     st = b->run(plan, ctx->dev_inputs, &ro, &oa, &err);
     if (st != SWA_OK)
         goto fail;
+    r->stage[SWA_STAGE_BACKEND] = swa_now() - t0;
+    double t_cmp = swa_now();
 
     double lse_base = b->run_lse_base(plan, &ro);
     st = swa_compare(c, ctx->in.qo_indptr, out_g, out_bytes, ro.return_lse ? (const float *)lse_g : NULL,
@@ -302,6 +371,7 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
                  c->expect_error, b->name, r->cmp.mismatched ? "and mismatched" : "and matched the reference");
         goto done;
     }
+    r->stage[SWA_STAGE_COMPARE] = swa_now() - t_cmp;
     r->outcome = swa_compare_passed(&r->cmp) ? SWA_OUTCOME_PASSED : SWA_OUTCOME_FAILED;
     swa_compare_first_line(&r->cmp, r->message, sizeof r->message);
 

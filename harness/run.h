@@ -42,6 +42,8 @@ typedef struct swa_case_ctx {
     double *ref_out, *ref_lse;  /* spec reference */
     float *lowp_out, *lowp_lse; /* only for SWA_TOL_BASELINE */
     void *dev_inputs;           /* device copy (NULL until uploaded) */
+    double t_data, t_reference; /* seconds spent making the inputs and the reference (and upload) */
+    bool inputs_borrowed;       /* in is lent by the input cache of run.c (not freed here) */
     const swa_device_ops *device;
     bool ready;
 } swa_case_ctx;

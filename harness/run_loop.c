@@ -102,14 +102,20 @@ static int read_all(int fd, void *buf, size_t n)
 }
 
 static void run_and_explain(const swa_run_config *cfg, swa_case_ctx *ctx, const swa_backend *b,
-                            swa_result *r)
+                            swa_result *r, bool first_of_case)
 {
     void *out = NULL;
     float *lse = NULL;
     bool want = cfg->explain_failures;
     swa_run_one(cfg, ctx, b, r, want ? &out : NULL, want ? &lse : NULL);
+    if (first_of_case) {
+        r->stage[SWA_STAGE_DATA] = ctx->t_data;
+        r->stage[SWA_STAGE_REFERENCE] = ctx->t_reference;
+    }
+    double t0 = swa_now();
     if (r->outcome == SWA_OUTCOME_FAILED && want && out)
         swa_explain_attach(cfg, ctx, b, r, out, lse);
+    r->stage[SWA_STAGE_COMPARE] += swa_now() - t0; /* the diagnosis is part of the comparison */
     free(out);
     free(lse);
 }
@@ -190,7 +196,7 @@ static void worker_main(const swa_run_config *cfg, const swa_case_list *all, con
                     msg_header st = {MSG_START, s, bi, 0};
                     write_all(fd, &st, sizeof st);
                     swa_result r;
-                    run_and_explain(cfg, &ctx, bs[bi], &r);
+                    run_and_explain(cfg, &ctx, bs[bi], &r, bi == first);
                     send_result(fd, s, bi, &r);
                     bool device_fault = r.outcome == SWA_OUTCOME_ERROR && r.error_status == SWA_ERR_DEVICE;
                     swa_compare_result_free(&r.cmp);
@@ -230,6 +236,7 @@ typedef struct loop_state {
 
 static void record(loop_state *ls, swa_result *r, int sel, int b)
 {
+    double t0 = swa_now();
     ls->done++;
     r->seq = ls->first_pair ? ls->first_pair[sel] + b : ls->done;
     if (ls->report) {
@@ -242,6 +249,7 @@ static void record(loop_state *ls, swa_result *r, int sel, int b)
     if (ls->console)
         swa_console_add(ls->console, r);
     swa_run_results_add(ls->rr, r);
+    ls->rr->report_seconds += swa_now() - t0;
 }
 
 /* A result for a pair that never produced one (crash, timeout, case error). */
@@ -285,7 +293,7 @@ static void run_in_process(loop_state *ls)
         }
         for (int b = 0; b < nb && !stop_signal; b++) {
             swa_result r;
-            run_and_explain(ls->cfg, &ctx, bs[b], &r);
+            run_and_explain(ls->cfg, &ctx, bs[b], &r, b == 0);
             record(ls, &r, s, b);
         }
         swa_case_ctx_free(&ctx);

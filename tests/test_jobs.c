@@ -199,3 +199,34 @@ Test(jobs, shards_merged_equal_the_unsharded_run)
     cJSON_Delete(a);
     cJSON_Delete(b);
 }
+
+/* `bench --harness` runs its generated matrix through the real loop for
+ * each --jobs value and accounts for the time it measured. */
+Test(jobs, harness_bench_runs_the_matrix_and_writes_its_figures)
+{
+    char json[300];
+    snprintf(json, sizeof json, "%s/bench.json", tmpdir);
+    cr_expect_eq(sh("'%s' bench --harness --device host --small --jobs 1,2 --json '%s'", SWADIFF_BINARY, json), 0,
+                 "%s", out);
+    FILE *f = fopen(json, "rb");
+    cr_assert(f, "%s", out);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    cJSON *j = cJSON_Parse(text);
+    cr_assert(j);
+    cJSON *runs = cJSON_GetObjectItem(j, "runs");
+    cr_expect_eq(cJSON_GetArraySize(runs), 2);
+    cJSON *r;
+    cJSON_ArrayForEach(r, runs)
+    {
+        cr_expect_eq(cJSON_GetObjectItem(r, "pairs")->valueint, cJSON_GetObjectItem(j, "cases")->valueint);
+        cr_expect_eq(cJSON_GetObjectItem(r, "passed")->valueint, cJSON_GetObjectItem(r, "pairs")->valueint);
+        double sum = 0;
+        cJSON *s;
+        cJSON_ArrayForEach(s, cJSON_GetObjectItem(r, "share_percent")) sum += s->valuedouble;
+        cr_expect(sum > 99.0 && sum < 101.0, "stage shares add up to %g%%", sum);
+    }
+    cJSON_Delete(j);
+}
