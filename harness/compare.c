@@ -55,27 +55,44 @@
  * The bugs this harness exists for are orders of magnitude larger: seed 000
  * saw max abs diff 0.40 (bf16), an off-by-one window over 5 visible keys
  * moves an output by ~0.2, and poisoned keys (README (Adding a case file)) make any leak
- * dominate.  An off-by-one over a 1024-key window moves outputs by ~1e-3,
- * inside bf16 noise: no tolerance catches that, which is why the case library
- * carries small windows and poison cases rather than tighter tolerances.
+ * dominate.  An off-by-one over a 1024-key window moves outputs of normal
+ * data by ~1e-3, inside bf16 noise: no tolerance catches that, which is why
+ * the case library carries small windows, poison cases and edge data
+ * ("data": "edge", core/data.c: the window's first key dominates every row,
+ * so a one-key error is ~90x the bf16 allowance at any window size) rather
+ * than tighter tolerances.
  * LSE is compared in natural log with an absolute tolerance: it depends only
  * on fp32 scores (error ~1e-6 relative), so 1e-2 / 2e-2 leave room for
  * kernels that pre-scale q by sm_scale * log2(e) in the input dtype, while a
  * wrong base is off by ~30% of the value and a dropped key of a 32-key window
  * moves LSE by ~0.03.
  *
- * Baseline mode (tolerance.mode "baseline", after FlashAttention's tests):
- * FlashAttention asserts max|out - ref| <= 2 * max|out_lowp - ref| + eps,
- * with one global maximum.  A global maximum lets one noisy row excuse a bug
- * in another; a purely per-element factor * |lowp - ref| is fragile because
- * the kernel and the low-precision reference round differently and the
- * latter's error at a given element may be 0 by luck.  swadiff takes the
- * maximum of |lowp - ref| over the head_dim vector of each (row, head),
- * E(row, head), and allows per element
- *     allowed = max(factor * E(row, head), floor_atol + floor_rtol * |expected|)
- * with factor 2 and a floor of one unit roundoff of the dtype (fp16: 1e-5 +
- * 4.9e-4 |e|, bf16: 1e-5 + 3.9e-3 |e|, fp32: 1e-7 + 6e-8 |e|).  A row the
- * window cuts wrongly is judged by the noise of that same row only.
+ * Baseline mode (tolerance.mode "baseline"), FlashAttention's rule:
+ *     max|out - ref| <= factor * max|lowp - ref| + floor
+ * with one maximum over the whole output on each side: ref is the double
+ * reference, lowp the same attention computed in the case dtype
+ * (swa_reference_lowp: scores, probabilities and output rounded to the
+ * dtype), factor 2 as in FlashAttention's tests, and floor FlashAttention's
+ * fwd_atol for outputs of magnitude ~1, twice the dtype's rounding error
+ * there: one ulp of 1.0,
+ *     fp16 2^-10 = 9.8e-4,  bf16 2^-7 = 7.8e-3,  fp32 2^-23 = 1.2e-7,
+ * so a case whose low-precision error happens to be ~0 still allows the
+ * output's own rounding.  The allowance factor * E + floor is one number
+ * for the whole output; every element is judged against it, so "global max
+ * within the allowance" and "no element mismatched" are the same verdict,
+ * and the mismatched elements and the (row, head) matrix localize where a
+ * bug pushed the error past it.
+ * Why global: the previous per-(row, head) rule (factor times the low-
+ * precision error of the same row's head_dim vector, with a one-unit-
+ * roundoff floor) failed correct kernels: 26 of 288 unmutated results over
+ * a seed sweep, each about one ulp over, because the kernel and the low-
+ * precision reference round at different points and over 64-256 elements
+ * one reference's maximum is a noisy estimate of the other's.  Over a whole
+ * output it is not: tests/test_baseline.c runs the library under this rule
+ * over a seed sweep with zero failures, and checks that a one-key window
+ * error still fails it.  The price is the one FlashAttention pays: a noisy
+ * row raises the allowance for all rows; edge data (core/data.c) keeps
+ * window bugs far above any such allowance.
  */
 void swa_tolerance_defaults(swa_dtype dtype, double *atol, double *rtol, double *lse_atol)
 {
@@ -93,10 +110,33 @@ void swa_tolerance_defaults(swa_dtype dtype, double *atol, double *rtol, double 
 void swa_tolerance_baseline_defaults(swa_dtype dtype, double *factor, double *floor_atol,
                                      double *floor_rtol)
 {
-    double u = dtype == SWA_DTYPE_FP16 ? 0x1p-11 : dtype == SWA_DTYPE_BF16 ? 0x1p-8 : 0x1p-24;
+    /* one ulp of 1.0: twice the rounding error of an output of magnitude ~1 */
     if (factor) *factor = 2.0;
-    if (floor_atol) *floor_atol = dtype == SWA_DTYPE_FP32 ? 1e-7 : 1e-5;
-    if (floor_rtol) *floor_rtol = u;
+    if (floor_atol) *floor_atol = dtype == SWA_DTYPE_FP16 ? 0x1p-10 : dtype == SWA_DTYPE_BF16 ? 0x1p-7 : 0x1p-23;
+    if (floor_rtol) *floor_rtol = 0.0; /* the floor is absolute; the rule has no per-element term */
+}
+
+double swa_lowp_max_abs_err(const float *lowp, const double *ref, size_t n)
+{
+    double e_max = 0;
+    for (size_t k = 0; k < n; k++) {
+        double e = fabs((double)lowp[k] - ref[k]);
+        if (isfinite(e) && e > e_max) /* NaN/Inf elements are judged by the NaN/Inf rules */
+            e_max = e;
+    }
+    return e_max;
+}
+
+double swa_baseline_allowance(swa_dtype dtype, const swa_tolerance *tol, const float *lowp, const double *ref,
+                              size_t n)
+{
+    double factor, floor_atol;
+    swa_tolerance_baseline_defaults(dtype, &factor, &floor_atol, NULL);
+    if (tol->factor > 0)
+        factor = tol->factor;
+    if (tol->atol > 0)
+        floor_atol = tol->atol;
+    return factor * swa_lowp_max_abs_err(lowp, ref, n) + floor_atol;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -261,13 +301,12 @@ static swa_status resolve_tolerance(const swa_case *c, swa_compare_result *res, 
                                  "%s: baseline tolerance needs factor > 0 (got %g); the usual value is 2",
                                  c->id, c->tol.factor);
         /* case files cannot set the floor (the loader rejects atol/rtol
-         * with mode "baseline"): 0 means "the dtype's floor" */
+         * with mode "baseline"): 0 means "the dtype's floor".  res->atol is
+         * the floor, res->rtol stays 0: the rule has no per-element term. */
         res->factor = c->tol.factor;
         swa_tolerance_baseline_defaults(c->dtype, NULL, &res->atol, &res->rtol);
         if (c->tol.atol > 0)
             res->atol = c->tol.atol;
-        if (c->tol.rtol > 0)
-            res->rtol = c->tol.rtol;
         return SWA_OK;
     }
     return swa_error_set(err, SWA_ERR_INVALID, "%s: unknown tolerance mode %d", c->id, (int)c->tol.mode);
@@ -339,6 +378,11 @@ swa_status swa_compare(const swa_case *c, const int *qo_indptr, const void *actu
     max_track all = {0}, bad = {0}, lse_all = {0}, lse_bad = {0};
     const bool equal_nan = c->tol.equal_nan;
     const bool baseline = res->tol_mode == SWA_TOL_BASELINE;
+    double baseline_allowed = 0; /* factor * max|lowp - ref| + floor, one number for the output */
+    if (baseline) {
+        res->lowp_max_abs_err = swa_lowp_max_abs_err(lowp_out, ref_out, elems);
+        baseline_allowed = res->factor * res->lowp_max_abs_err + res->atol;
+    }
 
     int row = 0;
     for (int r = 0; r < batch; r++) {
@@ -349,21 +393,12 @@ swa_status swa_compare(const swa_case *c, const int *qo_indptr, const void *actu
             res->row_past_edge[row] = L >= 0 ? pos - L : 0;
             for (int h = 0; h < heads; h++) {
                 const size_t base = ((size_t)row * heads + h) * dim;
-                double lowp_err = 0; /* E(row, head) of the baseline mode */
-                if (res->tol_mode == SWA_TOL_BASELINE)
-                    for (int d = 0; d < dim; d++) {
-                        double e = fabs((double)lowp_out[base + d] - ref_out[base + d]);
-                        if (isfinite(e) && e > lowp_err)
-                            lowp_err = e;
-                    }
                 float cell = 0;
                 for (int d = 0; d < dim; d++) {
                     const size_t k = base + d;
                     const double e = ref_out[k];
                     const swa_index ix = {r, i, pos, h, d};
-                    double allowed = res->atol + res->rtol * fabs(e);
-                    if (res->tol_mode == SWA_TOL_BASELINE && res->factor * lowp_err > allowed)
-                        allowed = res->factor * lowp_err;
+                    const double allowed = baseline ? baseline_allowed : res->atol + res->rtol * fabs(e);
                     if (isnan(e)) res->nan_expected++;
                     if (isinf(e)) res->inf_expected++;
 
@@ -609,8 +644,9 @@ void swa_compare_format_details(const swa_compare_result *res, char *buf, size_t
         appendf(buf, n, &len, "\n");
     }
     if (res->tol_mode == SWA_TOL_BASELINE)
-        appendf(buf, n, &len, "Tolerance: baseline, allowed = max(%g x low-precision error of the (row, head), %g + %g |expected|)",
-                res->factor, res->atol, res->rtol);
+        appendf(buf, n, &len, "Tolerance: baseline, every element within %g x %.3g (greatest error of the "
+                "low-precision reference) + %.3g = %.3g", res->factor, res->lowp_max_abs_err, res->atol,
+                res->factor * res->lowp_max_abs_err + res->atol);
     else
         appendf(buf, n, &len, "Tolerance: atol %g, rtol %g (%s)", res->atol, res->rtol,
                 res->tol_mode == SWA_TOL_DEFAULT ? "dtype default" : "set by the case");

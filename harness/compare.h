@@ -72,6 +72,8 @@ typedef struct swa_compare_result {
     double lse_base;              /* base the backend declared, converted from */
     swa_tol_mode tol_mode;        /* which rule produced `allowed` */
     double factor;                /* SWA_TOL_BASELINE: the factor applied */
+    double lowp_max_abs_err;      /* SWA_TOL_BASELINE: max |lowp - ref| over the output; every element
+                                   * is allowed factor * this + atol (the floor) */
 } swa_compare_result;
 
 /* The element rule of docs/spec.md, reference on the right: NaN equals NaN
@@ -97,8 +99,10 @@ extern "C" {
 /* Compares a backend output (dtype storage, guarded buffers as in
  * backend.h) against the double reference.  lse_actual may be NULL (not
  * compared); lse_base is the base the backend declared (2.0 or e).
- * lowp_err: for SWA_TOL_BASELINE, the low-precision reference (float, same
- * shape) whose error times factor is the allowed error; else NULL. */
+ * lowp_out: for SWA_TOL_BASELINE, the low-precision reference (float, same
+ * shape): every element may be off by factor * max|lowp_out - ref_out| +
+ * the floor (one number for the whole output, FlashAttention's rule); else
+ * NULL. */
 swa_status swa_compare(const swa_case *c, const int *qo_indptr, const void *actual_guarded,
                        size_t out_bytes, const float *lse_guarded, size_t lse_bytes,
                        size_t guard_bytes, uint8_t guard_pattern, double lse_base,
@@ -113,10 +117,18 @@ void swa_compare_first_line(const swa_compare_result *res, char *buf, size_t n);
 void swa_tolerance_defaults(swa_dtype dtype, double *atol, double *rtol, double *lse_atol);
 
 /* Additions (issue 4). */
-/* Defaults of the baseline mode: the factor and the floor (atol, rtol) that
- * keeps an element whose low-precision error happens to be ~0 comparable. */
+/* Defaults of the baseline mode (compare.c explains the rule): the factor
+ * (2) and the absolute floor, one ulp of 1.0 in the dtype (fp16 2^-10, bf16
+ * 2^-7, fp32 2^-23); floor_rtol is 0 (kept for callers of the older rule). */
 void swa_tolerance_baseline_defaults(swa_dtype dtype, double *factor, double *floor_atol,
                                      double *floor_rtol);
+/* max |lowp - ref| over n elements, NaN/Inf pairs left out. */
+double swa_lowp_max_abs_err(const float *lowp, const double *ref, size_t n);
+/* The baseline rule's allowance for a whole output of n elements:
+ * factor * max|lowp - ref| + floor, with tol's factor and floor (tol->atol
+ * when > 0) or the dtype's defaults.  explain judges hypotheses with it. */
+double swa_baseline_allowance(swa_dtype dtype, const swa_tolerance *tol, const float *lowp, const double *ref,
+                              size_t n);
 /* True when nothing failed: guard intact, everything written, no element and
  * no LSE entry out of tolerance. */
 bool swa_compare_passed(const swa_compare_result *res);

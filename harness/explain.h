@@ -4,7 +4,20 @@
  * variants (window L-1, L+1, none, tile-granular start, request-anchored,
  * top-left alignment, soft cap before the mask or missing) and the variant
  * that matches is named (docs/bugs.md).  Used by the run loop for every
- * failing result and by `swadiff explain`. */
+ * failing result and by `swadiff explain`.
+ *
+ * What the diagnosis promises (tests/test_detect.c):
+ *   - only hypotheses the backend could have: tile-granular starts and
+ *     request anchoring for the prefill, AITER's sentinel and soft-cap
+ *     quirk for the AITER-style decode (and decode_auto, which may route
+ *     there), and for an external backend ("NS:BACKEND") only the generic
+ *     mask hypotheses (window L-1 / L+1 / none, top-left alignment, soft cap
+ *     missing or before the mask), worded without any library's internals;
+ *   - hypotheses that fit equally well are reported together, as ambiguous;
+ *   - no hypothesis is named "best" unless it fits strictly better than the
+ *     spec itself;
+ *   - elements are judged with the result's own rule, the baseline mode's
+ *     global allowance included. */
 #ifndef SWADIFF_EXPLAIN_H
 #define SWADIFF_EXPLAIN_H
 
@@ -22,8 +35,10 @@ typedef struct swa_explanation {
     double spec_ratio;
     swa_hypothesis_score scores[SWA_MAX_HYPOTHESES];
     int count;
-    int best;               /* index into scores, -1 when none applies */
+    int best;               /* index into scores, -1 when none fits better than the spec */
     bool exact;             /* best matches with no mismatched element */
+    bool ambiguous;         /* another hypothesis (of another family) fits exactly as well */
+    char tied[256];         /* the families that fit as well as best, ", "-separated, best's first */
     char verdict[512];      /* the diagnosis line */
 } swa_explanation;
 
@@ -31,7 +46,14 @@ typedef struct swa_explanation {
 extern "C" {
 #endif
 /* Scores out (the backend output, dtype storage, [total_qo][Hq][D]) and,
- * when given, lse_ln (natural log) against every applicable hypothesis. */
+ * when given, lse_ln (natural log) against every hypothesis the backend
+ * named `backend` could produce (a built-in name, or "NS:BACKEND" for an
+ * external one; NULL: unknown, every hypothesis). */
+swa_status swa_explain_backend(const swa_case_ctx *ctx, const swa_tolerance *tol, const char *backend,
+                               const void *out, const float *lse_ln, double lse_declared_base,
+                               swa_explanation *ex, swa_error *err);
+/* The same for an unknown backend (every hypothesis).  Prefer
+ * swa_explain_backend wherever the backend is known. */
 swa_status swa_explain(const swa_case_ctx *ctx, const swa_tolerance *tol, const void *out,
                        const float *lse_ln, double lse_declared_base, swa_explanation *ex,
                        swa_error *err);

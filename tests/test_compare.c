@@ -1,6 +1,7 @@
 /* test_compare.c — swa_compare on constructed outputs: exact mismatch counts,
  * NaN/Inf rules, guard violations, unwritten elements, the window region
- * split, LSE base conversion and the baseline tolerance mode.
+ * split, LSE base conversion and the baseline tolerance mode (FlashAttention's
+ * global rule).
  *
  * Run: ctest --test-dir build -R test_compare --output-on-failure
  */
@@ -329,47 +330,73 @@ Test(compare, lse_base_conversion_and_unwritten)
     fixture_free(&f);
 }
 
-Test(compare, baseline_mode_per_row_head)
+Test(compare, baseline_mode_global_rule)
 {
+    /* FlashAttention's rule: every element within factor * max|lowp - ref|
+     * (over the whole output) + the dtype's floor */
     fixture f;
     fixture_init(&f, SWA_DTYPE_FP32, 1, (int[]){2}, (int[]){2}, 1, 4, -1);
     write_exact(&f);
     f.c.tol.mode = SWA_TOL_BASELINE;
-    swa_tolerance_baseline_defaults(SWA_DTYPE_FP32, &f.c.tol.factor, &f.c.tol.atol, &f.c.tol.rtol);
+    double floor_atol, floor_rtol;
+    swa_tolerance_baseline_defaults(SWA_DTYPE_FP32, &f.c.tol.factor, &floor_atol, &floor_rtol);
     cr_assert_float_eq(f.c.tol.factor, 2.0, 0);
+    cr_assert_float_eq(floor_atol, 0x1p-23, 0, "fp32 floor %g", floor_atol);
+    cr_assert_float_eq(floor_rtol, 0.0, 0, "the rule has no per-element term");
     float lowp[8];
     for (int i = 0; i < 8; i++)
         lowp[i] = (float)f.ref[i];
-    /* row 0: the low-precision reference is off by 0.01 at one element,
-     * which sets E(row 0) = 0.01 for the whole head_dim vector */
+    /* row 0: the low-precision reference is off by 0.01 at one element:
+     * E = 0.01 for the whole output */
     lowp[1] += 0.01f;
     float *o = interior(&f);
     o[0] += 0.015f; /* 1.5 x E: inside factor 2 */
     o[2] += 0.03f;  /* 3 x E: outside */
-    /* row 1: the low-precision reference is exact there: only the floor */
-    o[5] += 1e-3f;
+    /* row 1, where the low-precision reference is exact: the same global
+     * allowance applies (the old per-row rule allowed only the floor here) */
+    o[5] += 0.015f; /* inside */
+    o[6] += 0.025f; /* outside */
     swa_compare_result res;
     run_compare(&f, false, 0, lowp, &res);
     cr_expect_eq(res.mismatched, 2, "mismatched %lld", res.mismatched);
-    cr_expect_eq(res.worst[0].index.row, 1, "the floor-only element is the worst");
+    cr_expect_float_eq(res.lowp_max_abs_err, 0.01, 1e-6, "E = %g", res.lowp_max_abs_err);
+    cr_expect_float_eq(res.atol, floor_atol, 0, "floor %g", res.atol);
+    cr_expect_float_eq(res.rtol, 0.0, 0, "rtol %g", res.rtol);
+    cr_expect_eq(res.worst[0].index.dim, 2, "the 3 x E element is the worst");
+    cr_expect_eq(res.worst[1].index.row, 1);
     cr_expect_eq(res.worst[1].index.dim, 2);
-    cr_expect_float_eq(res.worst[1].allowed, 0.02, 1e-6, "allowed %g", res.worst[1].allowed);
+    for (int k = 0; k < res.worst_count; k++)
+        cr_expect_float_eq(res.worst[k].allowed, 0.02 + floor_atol, 1e-6, "allowed %g", res.worst[k].allowed);
+    cr_expect_float_eq(res.max_abs_diff, 0.03, 1e-6, "%g", res.max_abs_diff);
+    cr_expect_float_eq(res.max_abs_allowed, 0.02 + floor_atol, 1e-6, "%g", res.max_abs_allowed);
+    /* the (row, head) matrix localizes: both rows exceed the one allowance */
+    cr_expect_gt(res.row_head_ratio[0], 1.0f);
+    cr_expect_gt(res.row_head_ratio[1], 1.0f);
+    char details[1024];
+    swa_compare_format_details(&res, details, sizeof details);
+    cr_expect(strstr(details, "baseline") && strstr(details, "low-precision reference"), "%s", details);
     swa_compare_result_free(&res);
 
-    /* as case files give it: factor only; the floor comes from the dtype */
-    f.c.tol.atol = f.c.tol.rtol = 0;
+    /* a case file cannot set the floor: atol 0 means the dtype's; a case
+     * that does set one (the API) gets it */
+    f.c.tol.atol = 0.02;
     run_compare(&f, false, 0, lowp, &res);
-    cr_expect_eq(res.mismatched, 2, "factor-only baseline: mismatched %lld", res.mismatched);
-    double floor_atol, floor_rtol;
-    swa_tolerance_baseline_defaults(SWA_DTYPE_FP32, NULL, &floor_atol, &floor_rtol);
-    cr_expect_float_eq(res.atol, floor_atol, 0, "floor atol %g", res.atol);
-    cr_expect_float_eq(res.rtol, floor_rtol, 0, "floor rtol %g", res.rtol);
+    cr_expect_eq(res.mismatched, 0, "with a 0.02 floor the allowance is 0.04: mismatched %lld", res.mismatched);
     swa_compare_result_free(&res);
-    /* a rounding-level difference where the low-precision reference happens
-     * to be exact must not fail: the floor covers one unit roundoff */
-    o[5] = (float)f.ref[5] * (1.0f + 0x1p-24f);
+    f.c.tol.atol = 0;
+
+    /* the low-precision reference exact everywhere: only the floor, which
+     * still covers the output's own rounding */
+    for (int i = 0; i < 8; i++)
+        lowp[i] = (float)f.ref[i];
+    write_exact(&f);
+    o[5] = (float)f.ref[5] * (1.0f + 0x1p-23f);
     run_compare(&f, false, 0, lowp, &res);
-    cr_expect_eq(res.mismatched, 1, "one-ulp element should pass on the floor: mismatched %lld", res.mismatched);
+    cr_expect_eq(res.mismatched, 0, "one ulp must pass on the floor: mismatched %lld", res.mismatched);
+    swa_compare_result_free(&res);
+    o[5] = (float)f.ref[5] + 1e-5f;
+    run_compare(&f, false, 0, lowp, &res);
+    cr_expect_eq(res.mismatched, 1, "1e-5 is far past the fp32 floor: mismatched %lld", res.mismatched);
     swa_compare_result_free(&res);
 
     /* baseline mode without the low-precision reference is a clear error */
@@ -380,6 +407,29 @@ Test(compare, baseline_mode_per_row_head)
     cr_expect(strstr(err.message, "low-precision reference") != NULL, "%s", err.message);
     swa_compare_result_free(&res);
     fixture_free(&f);
+}
+
+Test(compare, baseline_floor_is_one_ulp_of_one)
+{
+    /* FlashAttention's fwd_atol for outputs of magnitude ~1: twice the
+     * rounding error there, one ulp of 1.0 */
+    const swa_dtype dtypes[] = {SWA_DTYPE_FP16, SWA_DTYPE_BF16, SWA_DTYPE_FP32};
+    const double ulp_one[] = {0x1p-10, 0x1p-7, 0x1p-23};
+    for (int t = 0; t < 3; t++) {
+        double factor, floor_atol;
+        swa_tolerance_baseline_defaults(dtypes[t], &factor, &floor_atol, NULL);
+        cr_expect_eq(factor, 2.0);
+        cr_expect_eq(floor_atol, ulp_one[t], "%s: floor %g", swa_dtype_name(dtypes[t]), floor_atol);
+        /* rounding an output in [0.5, 1] to the dtype stays inside it */
+        for (double v = 0.5; v <= 1.0; v += 0.01)
+            cr_expect_leq(fabs(swa_round_to(dtypes[t], (float)v) - v), floor_atol);
+    }
+    /* swa_baseline_allowance: the same number compare applies */
+    float lowp[3] = {0.5f, 0.25f, 1.0f};
+    double ref[3] = {0.5, 0.2, 1.0};
+    swa_tolerance tol = {.mode = SWA_TOL_BASELINE, .factor = 2};
+    cr_expect_float_eq(swa_baseline_allowance(SWA_DTYPE_BF16, &tol, lowp, ref, 3), 2 * 0.05 + 0x1p-7, 1e-9);
+    cr_expect_float_eq(swa_lowp_max_abs_err(lowp, ref, 3), 0.05, 1e-9);
 }
 
 Test(compare, defaults_pass_rounding_and_fail_seed_bug)
