@@ -9,7 +9,7 @@
  *   decode:  kv 256, 1024, 4096, batch 1 and 8, the same windows, fp16/bf16,
  *            page sizes 1 and 16, 32/8 and 8/1 heads, on decode_fa2,
  *            decode_aiter and decode_auto;
- * 2,720 pairs (--small: about 200, for tests).  For each --jobs value the
+ * 3,040 cases, 4,000 pairs (--small: 96, for tests).  For each --jobs value the
  * whole matrix runs through the normal run loop (isolated workers, no
  * report files) and the bench prints results/s and the share of the
  * workers' time in each stage, plus the parent's recording time.
