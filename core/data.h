@@ -38,8 +38,9 @@ typedef struct swa_inputs {
 extern "C" {
 #endif
 
-/* Generates q/k/v for the case (distribution, seed, poison rules of
- * README (Adding a case file)) and builds the paged cache.  Returns SWA_OK or an error
+/* Generates q/k/v for the case (distribution: normal, uniform, poison or
+ * edge, described in data.c; seed; poison rules of README (Adding a case
+ * file)) and builds the paged cache.  Returns SWA_OK or an error
  * (allocation failure, sizes over the memory estimate). */
 swa_status swa_inputs_create(const swa_case *c, swa_inputs *in, swa_error *err);
 void swa_inputs_free(swa_inputs *in);
