@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define SWADIFF_VERSION "0.1.0"
+#define SWADIFF_VERSION "0.2.0"
 
 /* Exit codes (docs/spec.md). */
 enum {

@@ -11,7 +11,7 @@
 
 /* Version of the report.json / results.jsonl layout.  Bump the major on a
  * change that breaks readers, the minor on an addition. */
-#define SWA_REPORT_VERSION "1.0"
+#define SWA_REPORT_VERSION "1.1" /* 1.1: incomplete, incomplete_reason, expected_results */
 
 /* Rows kept of the (row, head) matrix in report.json: larger matrices are
  * downsampled by taking the maximum over bins of consecutive rows. */

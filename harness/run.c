@@ -110,7 +110,7 @@ static struct {
     swa_inputs in;
 } input_cache;
 
-static bool same_inputs(const swa_case *a, const swa_case *b)
+bool swa_case_same_inputs(const swa_case *a, const swa_case *b)
 {
     if (!(a->dist == SWA_DIST_NORMAL || a->dist == SWA_DIST_UNIFORM) || a->dist != b->dist)
         return false;
@@ -126,7 +126,7 @@ static bool same_inputs(const swa_case *a, const swa_case *b)
 
 static swa_status inputs_for(swa_case_ctx *ctx, const swa_case *c, swa_error *err)
 {
-    if (input_cache.valid && same_inputs(&input_cache.key, c)) {
+    if (input_cache.valid && swa_case_same_inputs(&input_cache.key, c)) {
         ctx->in = input_cache.in;
         ctx->inputs_borrowed = true;
         input_cache.users++;

@@ -74,6 +74,11 @@ void swa_run_one(const swa_run_config *cfg, swa_case_ctx *ctx, const swa_backend
 int swa_run_selected(const swa_run_config *cfg, const swa_case_list *all, const int *selected, int nsel,
                      const char *report_dir, swa_run_results *rr);
 
+/* True when a and b get identical input tensors (shapes, lengths, dtype,
+ * paging, seed, and a window-independent distribution): a worker then lends
+ * the first case's inputs to the second (defined in run.c). */
+bool swa_case_same_inputs(const swa_case *a, const swa_case *b);
+
 /* In a worker: BLAS threads so that `jobs` workers share the cores
  * without oversubscribing them (defined in run_loop.c). */
 void swa_run_worker_threads(int jobs);

@@ -161,7 +161,7 @@ static int receive_matrix(int fd, swa_result *r, int count)
  * on") until {-1}, answers MSG_START / MSG_RESULT / MSG_CASE_ERROR and one
  * MSG_IDLE per command; exits 0 at the end, 4 after a sticky device error
  * (the parent starts a fresh one). */
-typedef struct worker_cmd { int sel, b0; } worker_cmd;
+typedef struct worker_cmd { int sel, b0, count; } worker_cmd; /* cases sel .. sel+count-1 */
 
 static void worker_main(const swa_run_config *cfg, const swa_case_list *all, const int *selected, int cmd_fd,
                         int fd)
@@ -170,11 +170,11 @@ static void worker_main(const swa_run_config *cfg, const swa_case_list *all, con
     const char *hang = getenv("SWADIFF_TEST_HANG");
     worker_cmd cmd;
     while (read_all(cmd_fd, &cmd, sizeof cmd) == 0 && cmd.sel >= 0) {
-        int s = cmd.sel;
+      for (int s = cmd.sel; s < cmd.sel + cmd.count; s++) {
         const swa_case *c = &all->cases[selected[s]];
         const swa_backend *bs[MAX_CASE_BACKENDS];
         int nb = case_backends(cfg, c, bs);
-        int first = cmd.b0;
+        int first = s == cmd.sel ? cmd.b0 : 0;
         if (first < nb) {
             msg_header start = {MSG_START, s, first, 0};
             write_all(fd, &start, sizeof start);
@@ -208,7 +208,8 @@ static void worker_main(const swa_run_config *cfg, const swa_case_list *all, con
                 swa_case_ctx_free(&ctx);
             }
         }
-        msg_header idle = {MSG_IDLE, s, 0, 0};
+      }
+        msg_header idle = {MSG_IDLE, cmd.sel, 0, 0};
         write_all(fd, &idle, sizeof idle);
     }
     _exit(0);
@@ -325,7 +326,7 @@ typedef struct worker {
     int cmd_fd, res_fd;    /* parent ends */
     int slot;              /* which GPU / lane: SWADIFF_WORKER_SLOT, CUDA/HIP_VISIBLE_DEVICES */
     bool busy;             /* a command is in flight */
-    int cmd_sel;           /* the case of that command */
+    int cmd_sel, cmd_end;  /* the cases of that command: [cmd_sel, cmd_end) */
     int cur_sel, cur_b;    /* the pair in flight (after MSG_START) */
     bool in_flight;
     double deadline;
@@ -396,11 +397,12 @@ static void stop_worker(worker *w, bool kill_it, int *status)
     w->pid = 0;
 }
 
-static bool send_cmd(worker *w, int sel, int b0)
+static bool send_cmd(worker *w, int sel, int b0, int count)
 {
-    worker_cmd cmd = {sel, b0};
+    worker_cmd cmd = {sel, b0, count};
     w->busy = true;
     w->cmd_sel = sel;
+    w->cmd_end = sel + count;
     w->cur_sel = sel;
     w->cur_b = b0;
     w->in_flight = false;
@@ -485,12 +487,21 @@ static void run_isolated(loop_state *ls)
                 continue;
             if (nrequeue > 0) {
                 int sel = requeue[--nrequeue];
-                if (!send_cmd(w, sel, resume_b[sel]))
+                if (!send_cmd(w, sel, resume_b[sel], 1))
                     w->busy = true; /* the poll below sees the worker gone */
             } else if (next < ls->nsel) {
-                if (!send_cmd(w, next, 0))
+                /* consecutive cases with the same inputs (a window sweep) go to
+                 * one worker, which makes the tensors once for all of them;
+                 * batches stay small enough that every worker gets work */
+                int left = ls->nsel - next, cap = left / jobs;
+                cap = cap < 1 ? 1 : cap > 16 ? 16 : cap;
+                int count = 1;
+                while (count < cap && swa_case_same_inputs(&ls->all->cases[ls->selected[next]],
+                                                           &ls->all->cases[ls->selected[next + count]]))
+                    count++;
+                if (!send_cmd(w, next, 0, count))
                     w->busy = true;
-                next++;
+                next += count;
             }
         }
         int nfd = 0;
@@ -537,11 +548,15 @@ static void run_isolated(loop_state *ls)
                 record_error(ls, w->cur_sel, w->cur_b, msg);
                 w->cur_b++;
             }
-            /* the rest of the case goes back to the queue */
+            /* the rest of the case, and of its batch, goes back to the queue */
             const swa_backend *bs[MAX_CASE_BACKENDS];
             if (w->busy && w->cur_b < case_backends(ls->cfg, &ls->all->cases[ls->selected[w->cur_sel]], bs)) {
                 resume_b[w->cur_sel] = w->cur_b;
                 requeue[nrequeue++] = w->cur_sel;
+            }
+            for (int later = w->cur_sel + 1; w->busy && later < w->cmd_end; later++) {
+                resume_b[later] = 0;
+                requeue[nrequeue++] = later;
             }
             w->busy = w->in_flight = false;
             /* a worker that keeps dying without a result is retired (a GPU
@@ -557,7 +572,7 @@ static void run_isolated(loop_state *ls)
     for (int i = 0; i < jobs; i++) {
         if (!ws[i].pid)
             continue;
-        worker_cmd quit = {-1, 0};
+        worker_cmd quit = {-1, 0, 0};
         write_all(ws[i].cmd_fd, &quit, sizeof quit);
         stop_worker(&ws[i], stop_signal != 0, NULL);
     }
