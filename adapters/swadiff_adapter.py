@@ -215,6 +215,21 @@ def _as_numpy_float(x) -> np.ndarray:
 # the problem
 
 
+def normalize_problem(problem: dict) -> dict:
+    """The window "off" two ways: a window key that is absent means what -1
+    means (no bound on that side), so every adapter sees explicit values and
+    maps -1 to its library's own "off".  Causal implies window_right 0."""
+    p = dict(problem)
+    for key in ("window_left", "window_right"):
+        if p.get(key) is None:
+            p[key] = -1
+    if p.get("causal") is None:
+        p["causal"] = True
+    if p["causal"] and int(p["window_right"]) < 0:
+        p["window_right"] = 0
+    return p
+
+
 def problem_kind(problem: dict) -> str:
     """"decode" when every request has qo_len == 1, else "prefill"."""
     return "decode" if all(int(n) == 1 for n in problem["qo_len"]) else "prefill"
@@ -597,6 +612,7 @@ class Adapter:
         directory = msg.get("dir")
         if not isinstance(problem, dict) or not isinstance(directory, str):
             raise ValueError("run request needs 'problem' (object) and 'dir' (string)")
+        problem = normalize_problem(problem)
         kind = problem_kind(problem)
         if kind not in backend.kinds:
             raise Unsupported(f"backend {backend.name} runs {'/'.join(backend.kinds)} problems, this one is {kind}")

@@ -519,6 +519,29 @@ class Protocol(unittest.TestCase):
             p.send({"type": "bye"})
             self.assertEqual(p.wait(), 0)
 
+    def test_window_off_explicit_and_absent_agree(self):
+        """Every adapter goes through the helper's normalize_problem: a window
+        key left out means "off", exactly like -1 (both sides, causal or not)."""
+        p = self.start("numpy_exact.py")
+        p.handshake()
+        for causal in (True, False):
+            d1 = os.path.join(self.tmp.name, f"explicit-{causal}")
+            d2 = os.path.join(self.tmp.name, f"absent-{causal}")
+            explicit, _ = make_problem(d1, 11, qo_len=[3, 1], kv_len=[9, 6], hq=4, hkv=2, d=8, dtype="fp16",
+                                       page_size=3, window_left=-1, causal=causal)
+            absent, _ = make_problem(d2, 11, qo_len=[3, 1], kv_len=[9, 6], hq=4, hkv=2, d=8, dtype="fp16",
+                                     page_size=3, window_left=-1, causal=causal)
+            absent.pop("window_left")
+            absent.pop("window_right", None)
+            r1 = self.run_request(p, d1, explicit, "exact", rid="explicit")
+            r2 = self.run_request(p, d2, absent, "exact", rid="absent")
+            self.assertEqual(r1["type"], "result", r1)
+            self.assertEqual(r2["type"], "result", r2)
+            np.testing.assert_array_equal(np.load(os.path.join(d1, r1["out"])), np.load(os.path.join(d2, r2["out"])))
+        norm = sa.normalize_problem({"causal": False})
+        self.assertEqual((norm["window_left"], norm["window_right"]), (-1, -1))
+        self.assertEqual(sa.normalize_problem({"causal": True})["window_right"], 0)
+
     def test_default_fds_3_and_4(self):
         p = self.start("numpy_exact.py", default_fds=True)
         self.assertEqual(p.handshake()["adapter"], "numpy_exact")
