@@ -172,7 +172,7 @@ int swa_cmd_explain(int argc, char **argv, const char *prog)
             failures++;
             swa_explanation ex;
             swa_error err = {0};
-            if (swa_explain(&ctx, &r.tol, out, lse, bs[i]->lse_base, &ex, &err) != SWA_OK) {
+            if (swa_explain_backend(&ctx, &r.tol, bs[i]->name, out, lse, bs[i]->lse_base, &ex, &err) != SWA_OK) {
                 printf("  explain failed: %s\n", err.message);
             } else {
                 printf("  diagnosis: %s\n", ex.verdict);

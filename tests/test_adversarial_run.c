@@ -19,43 +19,13 @@
 
 #include <cjson/cJSON.h>
 
+#include "test_util.h"
+
 #define FIVE SWADIFF_SOURCE_DIR "/tests/data/cli/five.json"
 #define THIRD "five/five:r0.kv_len=65" /* the third case of five.json */
 
-static char tmpdir[256];
-static char out[1 << 16];
-
-static void make_tmp(void)
-{
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/swadiff-adv-XXXXXX");
-    cr_assert(mkdtemp(tmpdir));
-}
-
-static void remove_tmp(void)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    (void)!system(cmd);
-}
-
 TestSuite(adversarial_run, .init = make_tmp, .fini = remove_tmp, .timeout = 120);
 
-static int sh(const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    char full[4200];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    cr_assert(p);
-    size_t k = fread(out, 1, sizeof out - 1, p);
-    out[k] = '\0';
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 static cJSON *read_report(void)
 {

@@ -21,39 +21,18 @@
 
 #include <cjson/cJSON.h>
 
+#include "test_util.h"
+
 #define FIVE SWADIFF_SOURCE_DIR "/tests/data/cli/five.json"
 #define PY "SWADIFF_PYTHON=/usr/bin/python3 "  /* Debian's python3 has numpy (python3-numpy) */
 #define MISBEHAVE "/usr/bin/python3 " SWADIFF_SOURCE_DIR "/tests/data/adapters/misbehave.py"
-
-static char tmpdir[256];
-static char out[1 << 16];
-
-static void make_tmp(void)
-{
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/swadiff-ext-XXXXXX");
-    cr_assert(mkdtemp(tmpdir));
-}
-
-static void remove_tmp(void)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    (void)!system(cmd);
-}
 
 TestSuite(external, .init = make_tmp, .fini = remove_tmp, .timeout = 300);
 
 /* Runs swadiff with args (in the source folder), captures the output. */
 static int swadiff(const char *env, const char *args)
 {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "cd '%s' && %s'%s' %s 2>&1", SWADIFF_SOURCE_DIR, env ? env : "", SWADIFF_BINARY, args);
-    FILE *p = popen(cmd, "r");
-    cr_assert(p);
-    size_t k = fread(out, 1, sizeof out - 1, p);
-    out[k] = '\0';
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return sh("cd '%s' && %s'%s' %s", SWADIFF_SOURCE_DIR, env ? env : "", SWADIFF_BINARY, args);
 }
 
 static cJSON *report(void)

@@ -1,0 +1,56 @@
+/* test_util.h — what the command-line tests share: a temporary folder per
+ * test (make_tmp / remove_tmp, for TestSuite .init / .fini) and running a
+ * shell command with its output captured in `out` (sh).
+ *
+ * Header-only and static: each test file is its own executable. */
+#ifndef SWADIFF_TEST_UTIL_H
+#define SWADIFF_TEST_UTIL_H
+
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+static char tmpdir[256];
+static char out[1 << 16];
+
+static void make_tmp(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/swadiff-test-XXXXXX");
+    cr_assert(mkdtemp(tmpdir));
+}
+
+static void remove_tmp(void)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    (void)!system(cmd);
+}
+
+/* Runs a printf-formatted shell command (stderr joined to stdout) into
+ * `out`; returns its exit code, -1 when it did not exit. */
+static int sh(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+static int sh(const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    char full[4200];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    cr_assert(p, "popen(%s)", cmd);
+    size_t k = fread(out, 1, sizeof out - 1, p);
+    out[k] = '\0';
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+#endif /* SWADIFF_TEST_UTIL_H */
