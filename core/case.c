@@ -13,6 +13,11 @@
 /* ---------------------------------------------------------------------------
  * backend names */
 
+const char *const swa_dist_names[] = {
+    [SWA_DIST_NORMAL] = "normal", [SWA_DIST_UNIFORM] = "uniform", [SWA_DIST_POISON] = "poison",
+    [SWA_DIST_EDGE] = "edge", [SWA_DIST_EDGE + 1] = NULL,
+};
+
 #define SWA_X_NAME(e, n, d) n,
 const char *const swa_backend_names[] = {SWA_BACKEND_LIST(SWA_X_NAME) NULL};
 #undef SWA_X_NAME

@@ -111,6 +111,10 @@ bool swa_case_matches(const swa_case *c, const char *filter);
 int swa_case_total_qo(const swa_case *c);
 int swa_case_total_kv(const swa_case *c);
 int swa_case_max_kv(const swa_case *c);
+/* The input distributions by swa_dist value, NULL-terminated (the loader's
+ * accepted names and the writer's). */
+extern const char *const swa_dist_names[];
+
 /* The backend names in registry order, NULL-terminated. */
 extern const char *const swa_backend_names[];
 /* SWA_BACKEND_* flag of a name, 0 when the name is not a backend. */

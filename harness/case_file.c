@@ -262,8 +262,7 @@ static cJSON *case_to_json(const swa_case *c)
         if (tol && c->tol.equal_nan)
             cJSON_AddTrueToObject(tol, "equal_nan");
     }
-    static const char *dist_names[] = {"normal", "uniform", "poison", "edge"};
-    cJSON_AddStringToObject(o, "data", dist_names[c->dist]);
+    cJSON_AddStringToObject(o, "data", swa_dist_names[c->dist]);
     /* a raw token: a double would round seeds above 2^53 */
     snprintf(text, sizeof text, "%llu", (unsigned long long)c->seed);
     cJSON_AddRawToObject(o, "seed", text);

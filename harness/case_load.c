@@ -35,7 +35,6 @@
 static const char *const DTYPE_NAMES[] = {"fp16", "bf16", "fp32", NULL};
 static const char *const LAYOUT_NAMES[] = {"NHD", "HND", NULL};
 static const char *const KV_MODE_NAMES[] = {"paged", "ragged", NULL};
-static const char *const DIST_NAMES[] = {"normal", "uniform", "poison", "edge", NULL};
 static const int HEAD_DIMS[] = {64, 96, 128, 256};
 
 const key_spec swa_case_keys[F_COUNT] = {
@@ -61,7 +60,7 @@ const key_spec swa_case_keys[F_COUNT] = {
     [F_BACKENDS] = {"backends", K_SPECIAL, true, 0, 0, NULL, 0, NULL, false,
                     "a list of backend names (see `swadiff list backends`)"},
     [F_TOLERANCE] = {"tolerance", K_SPECIAL, false, 0, 0, NULL, 0, NULL, false, NULL},
-    [F_DATA] = {"data", K_ENUM, false, 0, 0, NULL, 0, DIST_NAMES, false, NULL},
+    [F_DATA] = {"data", K_ENUM, false, 0, 0, NULL, 0, swa_dist_names, false, NULL},
     [F_SEED] = {"seed", K_U64, false, 0, 0, NULL, 0, NULL, false, NULL},
     [F_CUDA_GRAPH] = {"cuda_graph", K_BOOL, false, 0, 0, NULL, 0, NULL, false, NULL},
     [F_GRAPH_CAPTURE_REQUESTS] = {"graph_capture_requests", K_INT, false, 1, MAX_REQUESTS - 1, NULL, 0,
