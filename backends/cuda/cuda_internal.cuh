@@ -119,7 +119,7 @@ typedef struct swa_cuda_tuning {
     int prefill_rows_per_warp; /* 128-row tiles: 16 (two 64-row CTAs) or 32 (one CTA, two m-tiles per warp) */
     int decode_warps;          /* warps splitting each decode KV tile: 4 (64 keys) or 2 (32 keys) */
 } swa_cuda_tuning;
-extern swa_cuda_tuning swa_cuda_tune; /* cuda_device.cu */
+extern swa_cuda_tuning swa_cuda_tune; /* cuda_common.cu */
 /* The same knobs for C callers (tests/gpu_test_kernels.c runs every variant). */
 extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_warps);
 

@@ -1,0 +1,53 @@
+/* cuda_common.cu — what every CUDA (and HIP) source of backends/cuda/
+ * shares and defines once: the error recorder behind SWA_CUDA_TRY, the
+ * tuning knobs the launchers read, and the shape check.  Declared in
+ * cuda_internal.cuh.  Kept apart from cuda_device.cu so the kernels'
+ * launchers and the device table do not call each other in a loop
+ * (tests/check_layout.py).
+ *
+ * Test: tests/gpu_test_kernels.c. */
+#include "backends/cuda/cuda_internal.cuh"
+
+#include <string.h>
+
+namespace SWA_NS {
+
+swa_status swa_cuda_fail(swa_error *err, cudaError_t code, const char *stmt, const char *file, int line)
+{
+    const char *base = strrchr(file, '/');
+    return swa_error_set(err, SWA_ERR_DEVICE, "%s failed at %s:%d: %s (%s)%s", stmt, base ? base + 1 : file, line,
+                         cudaGetErrorName(code), cudaGetErrorString(code),
+#if defined(SWADIFF_HIP_BUILD) /* HIP has no misaligned / illegal-instruction codes */
+                         (code == cudaErrorIllegalAddress || code == cudaErrorLaunchFailure)
+#else
+                         (code == cudaErrorIllegalAddress || code == cudaErrorLaunchFailure ||
+                          code == cudaErrorMisalignedAddress || code == cudaErrorIllegalInstruction)
+#endif
+                             ? "; the device faulted (a kernel read or wrote outside its buffers), the " SWA_VENDOR_GPU
+                               " context is unusable for the rest of this process"
+                             : "");
+}
+
+/* Defaults from H200 timings (bench_cuda.cu compares the variants, the
+ * gpu test validates every one; batch 64 x kv 4096, 32/8 heads, hd 128):
+ * 128-row prefill tiles as one CTA with two m-tiles per warp (215 vs 166
+ * TFLOP/s causal 8192); decode CTAs of 2 warps (fa2 3.51 vs 3.35 TB/s,
+ * aiter 3.05 vs 2.64 TB/s).  A 4-deep ring for 2-warp decode was measured
+ * at 1.9 TB/s and dropped. */
+swa_cuda_tuning swa_cuda_tune = {32, 2};
+
+extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_warps)
+{
+    swa_cuda_tune.prefill_rows_per_warp = prefill_rows_per_warp;
+    swa_cuda_tune.decode_warps = decode_warps;
+}
+
+const char *swa_cuda_shape_unsupported(swa_dtype dtype, int head_dim, int group_size)
+{
+    if (dtype == SWA_DTYPE_FP32) return "cuda kernels run fp16 and bf16 only (fp32 has no mma.sync path here)";
+    if (head_dim != 64 && head_dim != 128 && head_dim != 256) return "cuda kernels are compiled for head_dim 64, 128, 256";
+    if (group_size < 1) return "num_qo_heads must be a multiple of num_kv_heads";
+    return NULL;
+}
+
+} /* namespace SWA_NS */
