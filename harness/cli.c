@@ -43,6 +43,38 @@ int swa_cli_load_cases(int npaths, char **paths, swa_case_list *list)
     return errors ? SWA_EXIT_USAGE : 0;
 }
 
+/* "cuda:0,2" -> ids {0, 2}: distinct indices 0..1023.  Returns the count
+ * (0 without ':'), or -1 after printing why.  A usage error comes before
+ * any question to the device (exit 2, not 77). */
+static int parse_gpu_list(const char *name, int *ids, int max)
+{
+    const char *colon = strchr(name, ':');
+    if (!colon)
+        return 0;
+    char list[256];
+    snprintf(list, sizeof list, "%s", colon + 1);
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *end;
+        long id = strtol(tok, &end, 10);
+        if (end == tok || *end || id < 0 || id > 1023 || n == max) {
+            fprintf(stderr, "swadiff: --device %s: expected DEVICE:I[,J...] with GPU indices 0..1023\n", name);
+            return -1;
+        }
+        for (int k = 0; k < n; k++)
+            if (ids[k] == id) {
+                fprintf(stderr, "swadiff: --device %s: GPU %ld named twice\n", name, id);
+                return -1;
+            }
+        ids[n++] = (int)id;
+    }
+    if (n == 0) {
+        fprintf(stderr, "swadiff: --device %s: no GPU index after ':'\n", name);
+        return -1;
+    }
+    return n;
+}
+
 int swa_cli_gpu_ids(const char *device_arg, const swa_device_ops *dev, int *ids, int max, int *exit_code)
 {
     if (!dev || dev->kind == SWA_DEVICE_HOST)
@@ -51,24 +83,10 @@ int swa_cli_gpu_ids(const char *device_arg, const swa_device_ops *dev, int *ids,
     int n = 0;
     const char *env_name = dev->kind == SWA_DEVICE_HIP ? "HIP_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES";
     if (colon) {
-        char list[256];
-        snprintf(list, sizeof list, "%s", colon + 1);
-        for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-            char *end;
-            long id = strtol(tok, &end, 10);
-            if (end == tok || *end || id < 0 || id > 1023 || n == max) {
-                fprintf(stderr, "swadiff: --device %s: expected %s:I[,J...] with GPU indices 0..1023\n",
-                        device_arg, dev->name);
-                *exit_code = SWA_EXIT_USAGE;
-                return -1;
-            }
-            for (int k = 0; k < n; k++)
-                if (ids[k] == id) {
-                    fprintf(stderr, "swadiff: --device %s: GPU %ld named twice\n", device_arg, id);
-                    *exit_code = SWA_EXIT_USAGE;
-                    return -1;
-                }
-            ids[n++] = (int)id;
+        n = parse_gpu_list(device_arg, ids, max);
+        if (n < 0) {
+            *exit_code = SWA_EXIT_USAGE;
+            return -1;
         }
     } else {
         /* under `ctest --resource-spec-file`, the GPU CTest allotted */
@@ -143,6 +161,11 @@ const swa_device_ops *swa_cli_device_why(const char *name, int *exit_code, char 
         }
         return gpu ? gpu : swa_device_get(SWA_DEVICE_HOST);
     }
+    int ids[64];
+    if (parse_gpu_list(name, ids, 64) < 0) {
+        *exit_code = SWA_EXIT_USAGE;
+        return NULL;
+    }
     const char *cmake_option = NULL;
     char base[32];
     snprintf(base, sizeof base, "%.*s", (int)strcspn(name, ":"), name); /* "cuda:0,2" -> "cuda" */
@@ -157,7 +180,7 @@ const swa_device_ops *swa_cli_device_why(const char *name, int *exit_code, char 
     if (!d) {
         fprintf(stderr, "swadiff: --device %s: this swadiff was built without the %s device "
                         "(reconfigure with -D%s=ON)\n",
-                name, name, cmake_option);
+                name, base, cmake_option);
         *exit_code = SWA_EXIT_NO_GPU;
         return NULL;
     }
