@@ -23,6 +23,7 @@ build/swadiff selftest --device host --report build/selftest cases
 echo "== 3/4 AddressSanitizer + UndefinedBehaviorSanitizer build"
 ci/build.sh build-asan -DSWADIFF_SANITIZE=ON -DSWADIFF_CUDA=OFF -DSWADIFF_HIP=OFF
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  LSAN_OPTIONS=suppressions="$PWD/tests/lsan.supp" \
   ctest --test-dir build-asan --output-on-failure -j "$(nproc 2>/dev/null || echo 2)"
 
 echo "== 4/4 fuzzing"

@@ -632,13 +632,16 @@ int swa_run_selected(const swa_run_config *cfg, const swa_case_list *all, const 
     int lock_fd = -1;
     if (report_dir) {
         lock_fd = lock_report_dir(report_dir, &rr->env);
-        if (lock_fd < 0)
+        if (lock_fd < 0) {
+            free(ls.first_pair);
             return SWA_EXIT_USAGE;
+        }
         swa_error err = {0};
         ls.report = swa_report_open(report_dir, &rr->env, &err);
         if (!ls.report) {
             fprintf(stderr, "swadiff: --report %s: %s\n", report_dir, err.message);
             close(lock_fd);
+            free(ls.first_pair);
             return SWA_EXIT_USAGE;
         }
         swa_report_set_expected(ls.report, ls.total_pairs);
