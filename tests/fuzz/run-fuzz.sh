@@ -14,9 +14,9 @@ cc=${CC_FUZZ:-clang}
 flags=(-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -I. -I/usr/include/cjson -DSWADIFF_GIT_REVISION=\"fuzz\")
 # the host sources the targets reach (no BLAS, no backends)
-host_src=(core/case.c core/common.c harness/case_*.c harness/results.c harness/compare.c harness/report*.c)
+host_src=(core/case.c core/common.c core/data.c core/paged.c core/rng.c harness/case_*.c harness/results.c harness/compare.c harness/report*.c)
 # the runtime needs libFuzzer's main: drop any main() from the project
-"$cc" "${flags[@]}" tests/fuzz/fuzz_case_load.c core/case.c core/common.c harness/case_*.c harness/results.c harness/compare.c \
+"$cc" "${flags[@]}" tests/fuzz/fuzz_case_load.c core/case.c core/common.c core/data.c core/paged.c core/rng.c harness/case_*.c harness/results.c harness/compare.c \
   -lcjson -lm -o "$out/fuzz_case_load"
 "$cc" "${flags[@]}" tests/fuzz/fuzz_escape.c "${host_src[@]}" -lcjson -lm -o "$out/fuzz_escape"
 export ASAN_OPTIONS=detect_leaks=1
