@@ -31,15 +31,7 @@ static cJSON *read_report(void)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/rep/report.json", tmpdir);
-    FILE *f = fopen(path, "rb");
-    cr_assert(f, "no %s", path);
-    static char text[1 << 22];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    cJSON *j = cJSON_Parse(text);
-    cr_assert(j, "%s is not JSON", path);
-    return j;
+    return read_json_file(path);
 }
 
 static int lines_in(const char *path)

@@ -405,9 +405,8 @@ Test(case_sweep, sweep_cap_counts_the_whole_file)
     free(big);
 }
 
-/* The published schema and the loader agree on the keys, and every key is
- * documented (the schema is the format's reference). */
-Test(case_sweep, schema_documents_every_loader_key)
+/* cases/schema/case.schema.json, parsed (caller: cJSON_Delete). */
+static cJSON *load_case_schema(void)
 {
     FILE *f = fopen(SWADIFF_SOURCE_DIR "/cases/schema/case.schema.json", "rb");
     cr_assert_not_null(f);
@@ -417,6 +416,14 @@ Test(case_sweep, schema_documents_every_loader_key)
     text[n] = '\0';
     cJSON *schema = cJSON_Parse(text);
     cr_assert_not_null(schema, "schema is not JSON");
+    return schema;
+}
+
+/* The published schema and the loader agree on the keys, and every key is
+ * documented (the schema is the format's reference). */
+Test(case_sweep, schema_documents_every_loader_key)
+{
+    cJSON *schema = load_case_schema();
     cJSON *defs = cJSON_GetObjectItemCaseSensitive(schema, "$defs");
     cJSON *props = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(defs, "caseKeys"), "properties");
     cr_assert_not_null(props);
@@ -452,14 +459,7 @@ Test(case_sweep, schema_documents_every_loader_key)
  * (SWA_BACKEND_LIST) and the registry agree name for name, in order. */
 Test(case_sweep, schema_backend_enum_equals_the_backend_table)
 {
-    FILE *f = fopen(SWADIFF_SOURCE_DIR "/cases/schema/case.schema.json", "rb");
-    cr_assert_not_null(f);
-    static char text[1 << 17];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    cJSON *schema = cJSON_Parse(text);
-    cr_assert_not_null(schema, "schema is not JSON");
+    cJSON *schema = load_case_schema();
     cJSON *props = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(schema, "$defs"), "caseKeys"), "properties");
     cJSON *names = cJSON_GetObjectItemCaseSensitive(

@@ -39,15 +39,7 @@ static cJSON *report(void)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/report.json", tmpdir);
-    FILE *f = fopen(path, "rb");
-    cr_assert(f, "no %s; output:\n%s", path, out);
-    static char text[1 << 24];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    cJSON *j = cJSON_Parse(text);
-    cr_assert(j, "report.json is not JSON");
-    return j;
+    return read_json_file(path);
 }
 
 /* Counts results of backends matching prefix with the given outcome; with

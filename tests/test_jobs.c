@@ -23,14 +23,7 @@ static char *report_data(const char *dir)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/report.json", dir);
-    FILE *f = fopen(path, "rb");
-    cr_assert(f, "no %s", path);
-    static char text[1 << 23];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    cJSON *j = cJSON_Parse(text);
-    cr_assert(j);
+    cJSON *j = read_json_file(path);
     const char *drop[] = {"created", "created_unix", "duration", "environment"};
     for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++)
         cJSON_DeleteItemFromObject(j, drop[i]);
@@ -176,14 +169,7 @@ Test(jobs, harness_bench_runs_the_matrix_and_writes_its_figures)
     snprintf(json, sizeof json, "%s/bench.json", tmpdir);
     cr_expect_eq(sh("'%s' bench --harness --device host --small --jobs 1,2 --json '%s'", SWADIFF_BINARY, json), 0,
                  "%s", out);
-    FILE *f = fopen(json, "rb");
-    cr_assert(f, "%s", out);
-    static char text[1 << 16];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    cJSON *j = cJSON_Parse(text);
-    cr_assert(j);
+    cJSON *j = read_json_file(json);
     cJSON *runs = cJSON_GetObjectItem(j, "runs");
     cr_expect_eq(cJSON_GetArraySize(runs), 2);
     cJSON *r;

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include <cjson/cJSON.h>
+
 static char tmpdir[256];
 static char out[1 << 16];
 
@@ -51,6 +53,26 @@ static int sh(const char *fmt, ...)
     out[k] = '\0';
     int status = pclose(p);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The JSON file at path, parsed (caller: cJSON_Delete); fails the test,
+ * quoting the last command's output, when it is missing or not JSON. */
+static cJSON *read_json_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "no %s; output:\n%s", path, out);
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = malloc((size_t)len + 1);
+    cr_assert(text);
+    size_t n = fread(text, 1, (size_t)len, f);
+    fclose(f);
+    text[n] = '\0';
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    cr_assert(j, "%s is not JSON", path);
+    return j;
 }
 
 #endif /* SWADIFF_TEST_UTIL_H */
