@@ -64,6 +64,10 @@ typedef struct swa_device_ops {
                                    swa_error *err);
     swa_status (*decode_aiter)(const swa_decode_aiter_plan *p, void *dev_inputs,
                                const swa_out_args *o, swa_error *err);
+    /* (optional) free and total memory of the device, for the estimate the
+     * harness checks before upload (harness/run.c).  NULL: the device has no
+     * memory of its own (the host emulation reads the host's buffers). */
+    bool (*memory)(size_t *free_bytes, size_t *total_bytes);
 } swa_device_ops;
 
 /* Called for warnings a backend emits at plan time (printed once, kept in

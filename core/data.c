@@ -123,6 +123,22 @@ size_t swa_case_host_bytes(const swa_case *c)
     return bytes;
 }
 
+size_t swa_case_device_bytes(const swa_case *c, size_t guard_bytes)
+{
+    size_t dsize = swa_dtype_size(c->dtype);
+    size_t q_elems = mul_sat(mul_sat((size_t)swa_case_total_qo(c), (size_t)c->num_qo_heads), (size_t)c->head_dim);
+    size_t kv_elems = mul_sat(mul_sat((size_t)swa_case_total_kv(c), (size_t)c->num_kv_heads), (size_t)c->head_dim);
+    size_t rows = mul_sat((size_t)swa_case_total_qo(c), (size_t)c->num_qo_heads);
+    size_t page_elems = mul_sat(mul_sat((size_t)c->page_size, (size_t)c->num_kv_heads), (size_t)c->head_dim);
+    size_t bytes = mul_sat(q_elems, dsize);
+    bytes = add_sat(bytes, mul_sat(mul_sat(pool_pages(c), page_elems), 2 * dsize)); /* paged K, V */
+    bytes = add_sat(bytes, mul_sat(kv_elems, 2 * dsize));                          /* ragged K, V */
+    bytes = add_sat(bytes, mul_sat(add_sat(pool_pages(c), (size_t)c->num_requests + 1), sizeof(int)));
+    bytes = add_sat(bytes, add_sat(mul_sat(q_elems, dsize), mul_sat(rows, 4)));     /* out, LSE */
+    bytes = add_sat(bytes, mul_sat(guard_bytes, 4));
+    return bytes;
+}
+
 /* ---------------------------------------------------------------------------
  * inputs */
 

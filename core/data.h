@@ -49,6 +49,13 @@ void swa_inputs_free(swa_inputs *in);
  * reference), estimated before allocating anything. */
 size_t swa_case_host_bytes(const swa_case *c);
 
+/* Bytes a GPU device holds for the case before any plan runs: q, the paged
+ * K/V pool, the ragged K/V, the page tables, the guarded output and LSE
+ * (guard_bytes each side).  The split-KV partial buffers depend on the plan
+ * and are not included (their allocation reports its own failure).  Checked
+ * against the device's free memory before upload (harness/run.c). */
+size_t swa_case_device_bytes(const swa_case *c, size_t guard_bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -96,6 +96,37 @@ static size_t host_memory_budget(void)
     return (size_t)((double)pages * (double)page * 0.8);
 }
 
+/* Device memory a case may take: the device's free memory (less 5% for the
+ * driver's own use and the plans' scratch), or SWADIFF_MAX_DEVICE_BYTES
+ * when that is set and smaller.  Devices without memory of their own (the
+ * host emulation) are checked only against SWADIFF_MAX_DEVICE_BYTES. */
+static swa_status device_memory_check(const swa_case *c, const swa_device_ops *dev, swa_error *err)
+{
+    size_t need = swa_case_device_bytes(c, SWA_GUARD_BYTES);
+    size_t budget = SIZE_MAX, free_b = 0, total_b = 0;
+    const char *source = NULL;
+    if (dev->memory && dev->memory(&free_b, &total_b)) {
+        budget = (size_t)((double)free_b * 0.95);
+        source = "free on the device";
+    }
+    const char *env = getenv("SWADIFF_MAX_DEVICE_BYTES");
+    if (env && *env) {
+        char *end;
+        unsigned long long v = strtoull(env, &end, 10);
+        if (*end == '\0' && v > 0 && (size_t)v < budget) {
+            budget = (size_t)v;
+            source = "allowed by SWADIFF_MAX_DEVICE_BYTES";
+        }
+    }
+    if (need <= budget)
+        return SWA_OK;
+    return swa_error_set(err, SWA_ERR_NOMEM,
+                         "case %s needs about %.3f GiB (%zu bytes) of device memory on %s for its inputs and "
+                         "outputs, but %.3f GiB (%zu bytes) are %s: split the case, run fewer jobs per device, "
+                         "or use a larger device",
+                         c->id, need / 1073741824.0, need, dev->name, budget / 1073741824.0, budget, source);
+}
+
 /* Inputs are the slowest stage for large cases (Irwin–Hall needs twelve
  * draws a value), and a sweep over windows, backends' flags or tolerances
  * regenerates the same tensors case after case.  The last inputs made are
@@ -209,6 +240,10 @@ swa_status swa_case_ctx_init_dump(swa_case_ctx *ctx, const swa_case *c, const sw
     }
     ctx->t_reference = swa_now() - t0;
     t0 = swa_now();
+    if ((st = device_memory_check(c, dev, err)) != SWA_OK) {
+        swa_case_ctx_free(ctx);
+        return st;
+    }
     st = dev->upload(&ctx->in, &ctx->dev_inputs, err);
     if (st != SWA_OK) {
         swa_case_ctx_free(ctx);

@@ -271,6 +271,41 @@ Test(cli, case_too_large_for_memory_is_refused_before_allocating)
     cJSON_Delete(j);
 }
 
+Test(cli, case_too_large_for_device_memory_is_refused_before_upload)
+{
+    char cmd[1024], path[512];
+    /* the cap stands in for a small GPU: the host emulation has no memory of
+     * its own, so only SWADIFF_MAX_DEVICE_BYTES limits it */
+    snprintf(cmd, sizeof cmd, "SWADIFF_MAX_DEVICE_BYTES=60000 " SWADIFF_BINARY " run --device host --report %s/r "
+             DATA "/five.json", tmpdir);
+    char log[16384];
+    int rc = run(cmd, log, sizeof log);
+    cr_assert_eq(rc, 3, "exit %d:\n%s", rc, log);
+    snprintf(path, sizeof path, "%s/r/report.json", tmpdir);
+    cJSON *j = read_json(path);
+    cJSON *cases = cJSON_GetObjectItem(j, "cases");
+    int refused = 0, passed = 0;
+    for (int k = 0; k < cJSON_GetArraySize(cases); k++) {
+        cJSON *x = cJSON_GetArrayItem(cases, k);
+        const char *outcome = cJSON_GetObjectItem(x, "outcome")->valuestring;
+        const char *msg = cJSON_GetObjectItem(x, "message")->valuestring;
+        const char *id = cJSON_GetObjectItem(x, "id")->valuestring;
+        if (!strcmp(outcome, "error")) {
+            /* the message names the case, the bytes, the device and the cap */
+            cr_assert(strstr(msg, id) && strstr(msg, "bytes) of device memory on host") &&
+                          strstr(msg, "SWADIFF_MAX_DEVICE_BYTES"),
+                      "%s", msg);
+            refused++;
+        } else if (!strcmp(outcome, "passed")) {
+            passed++;
+        }
+    }
+    /* the long cases exceed 60 kB of device memory; the short ones still run */
+    cr_assert_geq(refused, 1, "expected cases refused with a device-memory message:\n%s", log);
+    cr_assert_geq(passed, 1, "expected the small cases to run:\n%s", log);
+    cJSON_Delete(j);
+}
+
 Test(cli, selftest_fails_when_a_mutant_survives_and_passes_when_killed)
 {
     char out[16384], cmd[1024], path[512];

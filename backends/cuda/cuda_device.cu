@@ -194,6 +194,20 @@ static void cuda_describe(char *buf, size_t n)
 
 static int cuda_num_sms(void) { return cuda_probe_get()->sms; }
 
+/* Free and total memory of the current device (asked in-process: the worker
+ * that uploads is the one that asks). */
+static bool cuda_memory(size_t *free_bytes, size_t *total_bytes)
+{
+    size_t f = 0, t = 0;
+    if (cudaMemGetInfo(&f, &t) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    *free_bytes = f;
+    *total_bytes = t;
+    return true;
+}
+
 // ----------------------------------------------------------------------------
 // inputs
 
@@ -690,6 +704,7 @@ extern "C" const swa_device_ops SWA_DEV_SYM(device_ops) = {
     cuda_decode_fa2,
     cuda_decode_fa2_graph,
     cuda_decode_aiter,
+    cuda_memory,
 };
 #endif
 

@@ -39,6 +39,7 @@
 #define cudaRuntimeGetVersion hipRuntimeGetVersion
 #define cudaMalloc hipMalloc
 #define cudaFree hipFree
+#define cudaMemGetInfo hipMemGetInfo
 #define cudaMemcpy hipMemcpy
 #define cudaMemcpyAsync hipMemcpyAsync
 #define cudaMemset hipMemset
