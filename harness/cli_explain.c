@@ -27,6 +27,7 @@ typedef struct one_case_opts {
     swa_mutant mutant;
     const char *id;
     const char *out_path;
+    bool any_failure;     /* shrink: keep any failure, not the same diagnosis */
     int npaths;
     char **paths;
 } one_case_opts;
@@ -37,6 +38,7 @@ static int parse_one_case(int argc, char **argv, one_case_opts *o, const char *c
                                          {"backend", required_argument, 0, 'b'},
                                          {"mutant", required_argument, 0, 'm'},
                                          {"out", required_argument, 0, 'o'},
+                                         {"any-failure", no_argument, 0, 'A'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
@@ -61,6 +63,13 @@ static int parse_one_case(int argc, char **argv, one_case_opts *o, const char *c
             }
             break;
         case 'o': o->out_path = optarg; break;
+        case 'A':
+            if (!need_backend) { /* explain has nothing to keep */
+                fprintf(stderr, "swadiff %s: --any-failure is a shrink option\n", cmd);
+                return SWA_EXIT_USAGE;
+            }
+            o->any_failure = true;
+            break;
         case 'h': return -1;
         default: return SWA_EXIT_USAGE;
         }
@@ -129,7 +138,16 @@ static swa_outcome run_case_once(const swa_run_config *cfg, const swa_case *c, c
         snprintf(r->message, sizeof r->message, "%s", err.message);
         return r->outcome;
     }
-    swa_run_one(cfg, &ctx, b, r, out, lse);
+    void *own_out = NULL;
+    float *own_lse = NULL;
+    bool explain_here = cfg->explain_failures && !out; /* shrink: the diagnosis decides */
+    swa_run_one(cfg, &ctx, b, r, explain_here ? &own_out : out, explain_here ? &own_lse : lse);
+    if (explain_here) {
+        if (r->outcome == SWA_OUTCOME_FAILED && own_out)
+            swa_explain_attach(cfg, &ctx, b, r, own_out, own_lse);
+        free(own_out);
+        free(own_lse);
+    }
     if (ctx_keep)
         *ctx_keep = ctx;
     else
@@ -196,20 +214,48 @@ int swa_cmd_explain(int argc, char **argv, const char *prog)
 /* ---------------------------------------------------------------------------
  * shrink */
 
-static bool still_fails(const swa_run_config *cfg, const swa_case *c, const swa_backend *b, int *tries)
+/* What a smaller case must still show.  A reduction that trades the bug for
+ * another one (a window off by one becoming a page-table fault on a page
+ * size of 1) would hand the reader the wrong bug: shrink keeps the
+ * diagnosis family (harness/explain.h) of the original failure.  When the
+ * original cannot be explained (too large to score every hypothesis), the
+ * first explainable failure on the way down fixes it. */
+typedef struct shrink_goal {
+    bool any_failure;     /* --any-failure: any failure will do */
+    char key[128];        /* "" until fixed */
+    char diagnosis[512];  /* of the current case */
+} shrink_goal;
+
+static bool key_is_fixed(const char *key)
+{
+    return strcmp(key, "too_large") != 0 && strcmp(key, "unexplained") != 0 && strcmp(key, "explain_failed") != 0;
+}
+
+static bool still_fails(const swa_run_config *cfg, const swa_case *c, const swa_backend *b, int *tries,
+                        shrink_goal *goal)
 {
     swa_result r;
     (*tries)++;
     swa_outcome oc = run_case_once(cfg, c, b, &r, NULL, NULL, NULL);
     swa_compare_result_free(&r.cmp);
-    return oc == SWA_OUTCOME_FAILED;
+    if (oc != SWA_OUTCOME_FAILED)
+        return false;
+    char key[128];
+    swa_diagnosis_key(r.diagnosis, key, sizeof key);
+    if (!goal->any_failure && goal->key[0] && strcmp(key, goal->key) != 0)
+        return false;
+    if (!goal->key[0] && key_is_fixed(key))
+        snprintf(goal->key, sizeof goal->key, "%s", key);
+    snprintf(goal->diagnosis, sizeof goal->diagnosis, "%s", r.diagnosis);
+    return true;
 }
 
-/* Replaces *cur with cand when cand still fails; frees cand otherwise. */
+/* Replaces *cur with cand when cand still fails (as goal says); frees cand
+ * otherwise. */
 static bool try_candidate(const swa_run_config *cfg, swa_case *cur, swa_case *cand, const swa_backend *b,
-                          int *tries)
+                          int *tries, shrink_goal *goal)
 {
-    if (b->supports(cand, cfg->device, (char[256]){0}, 256) == NULL && still_fails(cfg, cand, b, tries)) {
+    if (b->supports(cand, cfg->device, (char[256]){0}, 256) == NULL && still_fails(cfg, cand, b, tries, goal)) {
         swa_case_free(cur);
         *cur = *cand;
         return true;
@@ -223,10 +269,12 @@ int swa_cmd_shrink(int argc, char **argv, const char *prog)
     one_case_opts o;
     int rc = parse_one_case(argc, argv, &o, "shrink", true);
     if (rc == -1) {
-        printf("usage: swadiff shrink CASE_ID --backend B [--mutant M] [--device D] [--out FILE] [CASES...]\n\n"
+        printf("usage: swadiff shrink CASE_ID --backend B [--mutant M] [--device D] [--out FILE]\n"
+               "                      [--any-failure] [CASES...]\n\n"
                "Reduces a failing case (one request, fewest heads, smallest head_dim, bisected\n"
-               "lengths, smallest page size) while it still fails, writes the minimal case as a\n"
-               "case file (default ./shrunk-<name>.json) and prints the command that reruns it.\n");
+               "lengths, smallest page size) while it still fails with the same diagnosis (the\n"
+               "family `explain` names; --any-failure: any failure), writes the minimal case as\n"
+               "a case file (default ./shrunk-<name>.json) and prints the command that reruns it.\n");
         return SWA_EXIT_OK;
     }
     if (rc)
@@ -237,14 +285,16 @@ int swa_cmd_shrink(int argc, char **argv, const char *prog)
     if ((rc = open_one_case(&o, "shrink", &all, &orig, &dev)) != 0)
         return rc;
     const swa_backend *b = swa_backend_by_name(o.backend);
-    swa_run_config cfg = {.device = dev, .mutant = o.mutant, .quiet = true, .no_isolate = true, .argv0 = prog};
+    swa_run_config cfg = {.device = dev, .mutant = o.mutant, .quiet = true, .no_isolate = true, .argv0 = prog,
+                          .explain_failures = true};
     int tries = 0;
+    shrink_goal goal = {.any_failure = o.any_failure};
     if (!(orig->backends & b->flag)) {
         fprintf(stderr, "swadiff shrink: case %s does not run backend %s\n", o.id, o.backend);
         swa_case_list_free(&all);
         return SWA_EXIT_USAGE;
     }
-    if (!still_fails(&cfg, orig, b, &tries)) {
+    if (!still_fails(&cfg, orig, b, &tries, &goal)) {
         fprintf(stderr, "swadiff shrink: %s passes on %s with %s%s%s: nothing to shrink\n", o.id, o.backend,
                 dev->name, o.mutant ? " under mutant " : "", o.mutant ? swa_mutant_get(o.mutant)->name : "");
         swa_case_list_free(&all);
@@ -266,7 +316,7 @@ int swa_cmd_shrink(int argc, char **argv, const char *prog)
             cand.qo_len[0] = cur.qo_len[r];
             cand.kv_len[0] = cur.kv_len[r];
             if (cand.cuda_graph) cand.cuda_graph = false;
-            if (try_candidate(&cfg, &cur, &cand, b, &tries)) { changed = true; break; }
+            if (try_candidate(&cfg, &cur, &cand, b, &tries, &goal)) { changed = true; break; }
         }
         /* drop half of the requests (keeps a batch when one alone passes) */
         if (cur.num_requests > 2) {
@@ -274,7 +324,7 @@ int swa_cmd_shrink(int argc, char **argv, const char *prog)
                 cand.num_requests = cur.num_requests / 2 + (cur.cuda_graph ? 1 : 0);
                 if (cand.cuda_graph && cand.graph_capture_requests >= cand.num_requests)
                     cand.graph_capture_requests = cand.num_requests - 1;
-                if (cand.num_requests < cur.num_requests && try_candidate(&cfg, &cur, &cand, b, &tries))
+                if (cand.num_requests < cur.num_requests && try_candidate(&cfg, &cur, &cand, b, &tries, &goal))
                     changed = true;
                 else if (cand.num_requests >= cur.num_requests)
                     swa_case_free(&cand);
@@ -285,12 +335,12 @@ int swa_cmd_shrink(int argc, char **argv, const char *prog)
             int group = cur.num_qo_heads / cur.num_kv_heads;
             cand.num_kv_heads = 1;
             cand.num_qo_heads = group;
-            changed |= try_candidate(&cfg, &cur, &cand, b, &tries);
+            changed |= try_candidate(&cfg, &cur, &cand, b, &tries, &goal);
         }
         if (cur.num_qo_heads > cur.num_kv_heads && swa_case_copy(&cand, &cur) == 0) {
             int group = cur.num_qo_heads / cur.num_kv_heads;
             cand.num_qo_heads = cur.num_kv_heads * (group / 2 > 0 ? group / 2 : 1);
-            changed |= try_candidate(&cfg, &cur, &cand, b, &tries);
+            changed |= try_candidate(&cfg, &cur, &cand, b, &tries, &goal);
         }
         /* smallest head_dim */
         static const int dims[] = {64, 128};
@@ -298,30 +348,30 @@ int swa_cmd_shrink(int argc, char **argv, const char *prog)
             if (dims[d] < cur.head_dim && swa_case_copy(&cand, &cur) == 0) {
                 cand.head_dim = dims[d];
                 cand.sm_scale = cur.sm_scale; /* keep the logit scale the failure was seen with */
-                if (try_candidate(&cfg, &cur, &cand, b, &tries)) { changed = true; break; }
+                if (try_candidate(&cfg, &cur, &cand, b, &tries, &goal)) { changed = true; break; }
             }
         /* bisect lengths: shorter prefix, then fewer new tokens */
         for (int r = 0; r < cur.num_requests; r++) {
             int prefix = cur.kv_len[r] - cur.qo_len[r];
             if (prefix > 0 && swa_case_copy(&cand, &cur) == 0) {
                 cand.kv_len[r] = cur.qo_len[r] + prefix / 2;
-                changed |= try_candidate(&cfg, &cur, &cand, b, &tries);
+                changed |= try_candidate(&cfg, &cur, &cand, b, &tries, &goal);
             }
             if (cur.qo_len[r] > 1 && swa_case_copy(&cand, &cur) == 0) {
                 int cut = cur.qo_len[r] - cur.qo_len[r] / 2;
                 cand.qo_len[r] = cur.qo_len[r] / 2;
                 cand.kv_len[r] = cur.kv_len[r] - cut;
-                changed |= try_candidate(&cfg, &cur, &cand, b, &tries);
+                changed |= try_candidate(&cfg, &cur, &cand, b, &tries, &goal);
             }
         }
         /* smallest page size */
         if (cur.page_size > 1 && swa_case_copy(&cand, &cur) == 0) {
             cand.page_size = 1;
-            if (try_candidate(&cfg, &cur, &cand, b, &tries)) {
+            if (try_candidate(&cfg, &cur, &cand, b, &tries, &goal)) {
                 changed = true;
             } else if (cur.page_size > 2 && swa_case_copy(&cand, &cur) == 0) {
                 cand.page_size = cur.page_size / 2;
-                changed |= try_candidate(&cfg, &cur, &cand, b, &tries);
+                changed |= try_candidate(&cfg, &cur, &cand, b, &tries, &goal);
             }
         }
     }
@@ -345,6 +395,12 @@ int swa_cmd_shrink(int argc, char **argv, const char *prog)
            cur.head_dim, cur.page_size, total_qo);
     for (int r = 0; r < cur.num_requests; r++)
         printf("  request %d: qo_len %d, kv_len %d\n", r, cur.qo_len[r], cur.kv_len[r]);
+    if (goal.any_failure)
+        printf("diagnosis (any failure was kept): %s\n", goal.diagnosis);
+    else if (goal.key[0])
+        printf("diagnosis kept: %s\n", goal.diagnosis);
+    else
+        printf("diagnosis: %s (no explainable failure on the way down: any failure was kept)\n", goal.diagnosis);
     printf("wrote %s\nrerun: %s run %s --backend %s --device %s%s%s\n", path, prog, path, o.backend, dev->name,
            o.mutant ? " --mutant " : "", o.mutant ? swa_mutant_get(o.mutant)->name : "");
     swa_case_free(&cur);

@@ -236,6 +236,7 @@ swa_status swa_explain_backend(const swa_case_ctx *ctx, const swa_tolerance *tol
                 bad_natural += !(fabs(as_natural - e) <= tol->lse_atol);
             }
             if (bad && !bad_natural) {
+                snprintf(ex->key, sizeof ex->key, "lse_natural_log");
                 snprintf(ex->verdict, sizeof ex->verdict,
                          "output matches the reference; the LSE is in natural log although the backend "
                          "declares base %g (all %zu LSE values match once read as natural log)",
@@ -243,12 +244,14 @@ swa_status swa_explain_backend(const swa_case_ctx *ctx, const swa_tolerance *tol
                 return SWA_OK;
             }
         }
+        snprintf(ex->key, sizeof ex->key, "lse_or_guards");
         snprintf(ex->verdict, sizeof ex->verdict,
                  "output values match the reference; the failure is in the LSE, the guard bytes or "
                  "unwritten elements (see the message)");
         return SWA_OK;
     }
     if (case_macs(c) > SWA_EXPLAIN_MAX_MACS) {
+        snprintf(ex->key, sizeof ex->key, "too_large");
         snprintf(ex->verdict, sizeof ex->verdict,
                  "not explained: the case is too large to score every hypothesis (run `swadiff shrink` first)");
         return SWA_OK;
@@ -276,6 +279,7 @@ swa_status swa_explain_backend(const swa_case_ctx *ctx, const swa_tolerance *tol
     free(ref);
 
     if (first_best < 0) {
+        snprintf(ex->key, sizeof ex->key, "no_hypothesis");
         snprintf(ex->verdict, sizeof ex->verdict,
                  "no mask hypothesis applies to this case and backend (no window, no soft cap, no prefix): "
                  "the error is not in the window mask");
@@ -284,6 +288,7 @@ swa_status swa_explain_backend(const swa_case_ctx *ctx, const swa_tolerance *tol
     const swa_hypothesis_score *b = &ex->scores[first_best];
     if (!(b->ratio < ex->spec_ratio)) {
         /* naming a variant that fits no better than the spec would mislead */
+        snprintf(ex->key, sizeof ex->key, "not_a_mask_variant");
         snprintf(ex->verdict, sizeof ex->verdict,
                  "no mask hypothesis fits better than the spec (%.1f%% mismatched against it; the best "
                  "variant, %s, %.1f%%): the error is not a window-mask variant — look at the data path "
@@ -307,6 +312,21 @@ swa_status swa_explain_backend(const swa_case_ctx *ctx, const swa_tolerance *tol
         ex->ambiguous = true;
         if (k < sizeof ex->tied)
             k += (size_t)snprintf(ex->tied + k, sizeof ex->tied - k, ", %s", family);
+    }
+    if (ex->ambiguous) {
+        char tied_key[sizeof ex->tied];
+        size_t t = 0;
+        for (const char *q = ex->tied; *q && t + 1 < sizeof tied_key; q++)
+            if (*q != ' ')
+                tied_key[t++] = *q;
+        tied_key[t] = '\0';
+        snprintf(ex->key, sizeof ex->key, "ambiguous:%s", tied_key);
+    } else if (ex->exact) {
+        snprintf(ex->key, sizeof ex->key, "%s", best_family);
+    } else if (b->ratio < 0.25 * ex->spec_ratio) {
+        snprintf(ex->key, sizeof ex->key, "closest:%s", best_family);
+    } else {
+        snprintf(ex->key, sizeof ex->key, "weak_fit");
     }
     if (ex->exact && !ex->ambiguous) {
         snprintf(ex->verdict, sizeof ex->verdict, "%s — matches exactly (0%% mismatched against it, %.1f%% "
@@ -340,8 +360,8 @@ void swa_explain_attach(const swa_run_config *cfg, swa_case_ctx *ctx, const swa_
     swa_error err = {0};
     double base = b->lse_base;
     if (swa_explain_backend(ctx, &r->tol, b->name, out, lse_ln, base, &ex, &err) != SWA_OK) {
-        snprintf(r->diagnosis, sizeof r->diagnosis, "explain failed: %s", err.message);
+        snprintf(r->diagnosis, sizeof r->diagnosis, "[explain_failed] explain failed: %s", err.message);
         return;
     }
-    snprintf(r->diagnosis, sizeof r->diagnosis, "%s", ex.verdict);
+    snprintf(r->diagnosis, sizeof r->diagnosis, "[%s] %s", ex.key, ex.verdict);
 }

@@ -40,6 +40,12 @@ typedef struct swa_explanation {
     bool ambiguous;         /* another hypothesis (of another family) fits exactly as well */
     char tied[256];         /* the families that fit as well as best, ", "-separated, best's first */
     char verdict[512];      /* the diagnosis line */
+    /* The diagnosis family, for grouping failures (console, HTML) and for
+     * shrink, which keeps it: a hypothesis family ("window_l_minus_1"),
+     * "ambiguous:F1,F2", "closest:F", or one of "lse_natural_log",
+     * "lse_or_guards", "not_a_mask_variant", "weak_fit", "too_large",
+     * "no_hypothesis".  A result's diagnosis is "[key] verdict". */
+    char key[128];
 } swa_explanation;
 
 #ifdef __cplusplus

@@ -247,6 +247,25 @@ void swa_console_write_summary(FILE *f, const swa_run_results *rr, bool color)
             fputc('\n', f);
         }
     }
+    if (nw) {
+        swa_diag_group groups[SWA_DIAG_GROUPS_MAX];
+        int ungrouped = 0;
+        int ngr = swa_diagnosis_groups(rr, groups, SWA_DIAG_GROUPS_MAX, &ungrouped);
+        fprintf(f, "\n%sFailures by diagnosis%s (%d failure%s, %d kind%s):\n", color ? BOLD : "", color ? RESET : "",
+                nw, nw == 1 ? "" : "s", ngr, ngr == 1 ? "" : "s");
+        for (int k = 0; k < ngr && k < SWA_CONSOLE_WORST * 2; k++) {
+            fprintf(f, "%6d  ", groups[k].count);
+            put_clean(f, groups[k].key);
+            fputs("  [", f);
+            put_clean(f, groups[k].backends);
+            fputs("]  e.g. ", f);
+            put_clean(f, rr->items[groups[k].first].id);
+            fputc('\n', f);
+        }
+        if (ngr > SWA_CONSOLE_WORST * 2 || ungrouped)
+            fprintf(f, "  ... %d more kinds (see report.html)\n",
+                    ngr > SWA_CONSOLE_WORST * 2 ? ngr - SWA_CONSOLE_WORST * 2 + (ungrouped ? 1 : 0) : 1);
+    }
     if (rr->incomplete)
         fprintf(f, "\n%sINCOMPLETE%s: %s\n", color ? YELLOW : "", color ? RESET : "", rr->incomplete_reason);
     if (rr->count > 0 && passed + failed + error == 0)

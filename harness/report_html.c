@@ -234,6 +234,8 @@ static const char CSS[] =
     "pre.stats{background:#fff7f6;border-color:#f1c9c5}"
     ".diagnosis{background:#fff8e1;border:1px solid #f0d68a;border-radius:6px;padding:8px 12px;margin:10px 0}"
     ".diagnosis b{color:#7a4b00}"
+    "table.diag{border-collapse:collapse;margin:6px 0}table.diag td,table.diag th{padding:4px 10px;"
+    "border-bottom:1px solid #e3e3e3;text-align:left;vertical-align:top}table.diag td.diag-case{word-break:break-all}"
     ".warn{background:#fff4e5;border:1px solid #f5c98b;border-radius:6px;padding:6px 10px;margin:8px 0;font-size:13px}"
     ".grid2{display:flex;gap:24px;flex-wrap:wrap;align-items:flex-start}"
     "table.small td,table.small th{padding:3px 8px;font-size:12.5px}"
@@ -459,6 +461,35 @@ static void put_ratio_cell(FILE *f, const swa_result *r)
 static int outcome_rank(swa_outcome o)
 {
     return o == SWA_OUTCOME_FAILED ? 0 : o == SWA_OUTCOME_ERROR ? 1 : o == SWA_OUTCOME_SKIPPED ? 2 : 3;
+}
+
+/* Failures grouped by diagnosis family: one row per kind of bug seen, with
+ * its count, backends and a link to its worst failure. */
+static void put_diagnosis_groups(FILE *f, const swa_run_results *rr, char (*anchors)[ANCHOR_MAX])
+{
+    swa_diag_group groups[SWA_DIAG_GROUPS_MAX];
+    int ungrouped = 0;
+    int ng = swa_diagnosis_groups(rr, groups, SWA_DIAG_GROUPS_MAX, &ungrouped);
+    if (ng == 0)
+        return;
+    fputs("<section id=\"by-diagnosis\"><h2>Failures by diagnosis</h2>\n<div class=\"table-scroll\">"
+          "<table class=\"diag\">\n<thead><tr><th class=\"num\">Failures</th>"
+          "<th>Diagnosis</th><th>Backends</th><th>Worst case</th></tr></thead>\n<tbody>\n",
+          f);
+    for (int k = 0; k < ng; k++) {
+        const swa_result *w = &rr->items[groups[k].first];
+        fprintf(f, "<tr><td class=\"num\">%d</td><td><code>", groups[k].count);
+        esc(f, groups[k].key);
+        fputs("</code></td><td class=\"backend\">", f);
+        esc(f, groups[k].backends);
+        fprintf(f, "</td><td class=\"diag-case\"><a href=\"#%s\">", anchors[groups[k].first]);
+        esc(f, w->id);
+        fputs("</a></td></tr>\n", f);
+    }
+    fputs("</tbody></table></div>\n", f);
+    if (ungrouped)
+        fprintf(f, "<p class=\"hint\">%d more failures of further kinds are not grouped.</p>\n", ungrouped);
+    fputs("</section>\n", f);
 }
 
 /* Columns with data-type="number" sort by their cells' data-v; the others
@@ -818,8 +849,10 @@ int swa_report_write_html(const swa_run_results *rr, FILE *f)
         fputs(rr->extra_html, f);
     if (rr->count == 0)
         fputs("<section><p class=\"empty\">No results yet.</p></section>\n", f);
-    else
+    else {
+        put_diagnosis_groups(f, rr, anchors);
         put_overview(f, rr, order, anchors);
+    }
     fputs("<section id=\"details\"><h2>Details</h2>\n", f);
     int opened = 0;
     for (int k = 0; k < rr->count; k++) {

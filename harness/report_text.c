@@ -283,3 +283,68 @@ void swa_report_order(const swa_run_results *rr, int *idx)
     qsort(idx, (size_t)rr->count, sizeof *idx, order_cmp);
     order_rr = NULL;
 }
+
+void swa_diagnosis_key(const char *diagnosis, char *buf, size_t n)
+{
+    const char *end = diagnosis && diagnosis[0] == '[' ? strchr(diagnosis, ']') : NULL;
+    if (!end || end == diagnosis + 1) {
+        snprintf(buf, n, "unexplained");
+        return;
+    }
+    snprintf(buf, n, "%.*s", (int)(end - diagnosis - 1), diagnosis + 1);
+}
+
+static void add_backend(char *list, size_t n, const char *backend)
+{
+    size_t len = strlen(backend);
+    for (const char *p = list; (p = strstr(p, backend)) != NULL; p += len)
+        if ((p == list || p[-1] == ' ') && (p[len] == '\0' || p[len] == ','))
+            return;
+    size_t k = strlen(list);
+    if (k < n)
+        snprintf(list + k, n - k, "%s%s", k ? ", " : "", backend);
+}
+
+int swa_diagnosis_groups(const swa_run_results *rr, swa_diag_group *groups, int max, int *ungrouped)
+{
+    int ng = 0;
+    *ungrouped = 0;
+    int *idx = malloc(((size_t)rr->count + 1) * sizeof *idx);
+    if (!idx)
+        return 0;
+    swa_report_order(rr, idx);
+    for (int k = 0; k < rr->count; k++) {
+        const swa_result *r = &rr->items[idx[k]];
+        if (r->outcome != SWA_OUTCOME_FAILED)
+            continue;
+        char key[128];
+        swa_diagnosis_key(r->diagnosis, key, sizeof key);
+        int g = 0;
+        while (g < ng && strcmp(groups[g].key, key) != 0)
+            g++;
+        if (g == ng) {
+            if (ng == max) {
+                (*ungrouped)++;
+                continue;
+            }
+            memset(&groups[g], 0, sizeof groups[g]);
+            snprintf(groups[g].key, sizeof groups[g].key, "%s", key);
+            groups[g].first = idx[k];
+            ng++;
+        }
+        groups[g].count++;
+        add_backend(groups[g].backends, sizeof groups[g].backends, r->backend);
+    }
+    free(idx);
+    /* largest first; a stable insertion sort keeps report order among equals */
+    for (int i = 1; i < ng; i++) {
+        swa_diag_group t = groups[i];
+        int j = i - 1;
+        while (j >= 0 && groups[j].count < t.count) {
+            groups[j + 1] = groups[j];
+            j--;
+        }
+        groups[j + 1] = t;
+    }
+    return ng;
+}

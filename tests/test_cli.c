@@ -345,6 +345,8 @@ Test(cli, shrink_writes_a_smaller_case_that_still_fails)
     rc = run(cmd, log, sizeof log);
     cr_assert_eq(rc, 0, "exit %d:\n%s", rc, log);
     cr_assert(strstr(log, "rerun: ") != NULL, "shrink prints the rerun command:\n%s", log);
+    /* the bug it shrank is the bug it started with */
+    cr_assert(strstr(log, "diagnosis kept: [window_l_minus_1] ") != NULL, "shrink keeps the diagnosis:\n%s", log);
     cJSON *j = read_json(path);
     cJSON *req = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "requests"), 0);
     int kv = cJSON_GetObjectItem(req, "kv_len")->valueint;
@@ -352,10 +354,20 @@ Test(cli, shrink_writes_a_smaller_case_that_still_fails)
     cr_assert_eq(cJSON_GetObjectItem(j, "num_kv_heads")->valueint, 1);
     cJSON_Delete(j);
     /* the written case still fails under the mutant and passes without it */
-    snprintf(cmd, sizeof cmd, SWADIFF_BINARY " run --device host --quiet --mutant left_bound_gt %s", path);
+    snprintf(cmd, sizeof cmd, SWADIFF_BINARY " run --device host --quiet --mutant left_bound_gt --report %s/rs %s",
+             tmpdir, path);
     cr_assert_eq(run(cmd, NULL, 0), 1);
+    char rep[600];
+    snprintf(rep, sizeof rep, "%s/rs/report.json", tmpdir);
+    cJSON *rj = read_json(rep);
+    cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(rj, "cases"), 0);
+    const char *diag = cJSON_GetStringValue(cJSON_GetObjectItem(c0, "diagnosis"));
+    cr_assert(diag && !strncmp(diag, "[window_l_minus_1] ", 19), "diagnosis of the shrunk case: %s", diag ? diag : "-");
+    cJSON_Delete(rj);
     snprintf(cmd, sizeof cmd, SWADIFF_BINARY " run --device host --quiet %s", path);
     cr_assert_eq(run(cmd, NULL, 0), 0);
+    /* --any-failure belongs to shrink only */
+    cr_assert_eq(run(SWADIFF_BINARY " explain x --any-failure " DATA "/five.json", NULL, 0), 2);
 }
 
 Test(cli, device_fault_mutant_in_case_2_of_5_keeps_the_other_results)

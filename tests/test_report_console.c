@@ -110,3 +110,44 @@ Test(report_console, github_step_summary_markdown)
     free(out);
     swa_run_results_free(&rr);
 }
+
+/* 300 red results are usually two bugs: the summary groups failures by the
+ * diagnosis family explain named, largest group first. */
+Test(report_console, failures_grouped_by_diagnosis)
+{
+    unsetenv("GITHUB_STEP_SUMMARY");
+    swa_run_results rr;
+    fix_results(&rr);
+    int failed = 0;
+    for (int i = 0; i < rr.count; i++) {
+        swa_result *r = &rr.items[i];
+        if (r->outcome != SWA_OUTCOME_FAILED)
+            continue;
+        /* two share one family, the third has another */
+        snprintf(r->diagnosis, sizeof r->diagnosis, "%s", failed < 2 ? "[window_l_minus_1] window one key short: x"
+                                                                       : "[no_window] no window applied at all");
+        failed++;
+    }
+    cr_assert_eq(failed, 3);
+    char *out = console_run(&rr, false, NULL);
+    const char *g = strstr(out, "Failures by diagnosis (3 failures, 2 kinds):\n");
+    cr_assert_not_null(g, "%s", out);
+    const char *a = strstr(g, "     2  window_l_minus_1  [");
+    const char *b = strstr(g, "     1  no_window  [");
+    cr_expect(a && b && a < b, "groups, largest first:\n%s", g);
+    free(out);
+    swa_run_results_free(&rr);
+}
+
+Test(report_console, diagnosis_without_a_family_is_unexplained)
+{
+    char key[128];
+    swa_diagnosis_key("[closest:window_l_plus_1] closest: ...", key, sizeof key);
+    cr_expect_str_eq(key, "closest:window_l_plus_1");
+    swa_diagnosis_key("matches the reference with a tile-granular window", key, sizeof key);
+    cr_expect_str_eq(key, "unexplained");
+    swa_diagnosis_key("", key, sizeof key);
+    cr_expect_str_eq(key, "unexplained");
+    swa_diagnosis_key("[] x", key, sizeof key);
+    cr_expect_str_eq(key, "unexplained");
+}

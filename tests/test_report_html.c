@@ -529,3 +529,34 @@ Test(report_html, incomplete_run_is_never_green)
     free(html);
     swa_run_results_free(&rr);
 }
+
+Test(report_html, failures_grouped_by_diagnosis_link_to_their_worst_case)
+{
+    swa_run_results rr;
+    fix_results(&rr);
+    for (int i = 0; i < rr.count; i++)
+        if (rr.items[i].outcome == SWA_OUTCOME_FAILED)
+            snprintf(rr.items[i].diagnosis, sizeof rr.items[i].diagnosis, "[window_l_minus_1] window one key short");
+    char dir[256], path[300];
+    fix_tmpdir(dir, sizeof dir);
+    swa_error err = {0};
+    cr_assert_eq(swa_report_write_all(&rr, dir, &err), SWA_OK, "%s", err.message);
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    char *html = fix_read_file(path);
+    const char *sec = strstr(html, "<section id=\"by-diagnosis\">");
+    cr_assert_not_null(sec, "no failures-by-diagnosis section");
+    const char *row = strstr(sec, "<tr><td class=\"num\">3</td><td><code>window_l_minus_1</code></td>");
+    cr_expect_not_null(row, "one group of 3 failures");
+    const char *link = row ? strstr(row, "<a href=\"#") : NULL;
+    cr_expect(link && strstr(html, "<section id=\"overview\">") > sec, "the section comes before the overview");
+    /* the link goes to an anchor that exists */
+    if (link) {
+        char anchor[160] = {0};
+        sscanf(link + strlen("<a href=\"#"), "%159[^\"]", anchor);
+        char want[200];
+        snprintf(want, sizeof want, "id=\"%s\"", anchor);
+        cr_expect(strstr(html, want) != NULL, "link target %s missing", anchor);
+    }
+    free(html);
+    swa_run_results_free(&rr);
+}
