@@ -35,6 +35,8 @@ const swa_decode_aiter_plan *swa_decode_aiter_plan_of(const void *backend_plan);
 
 /* "decode_fa2" or "decode_aiter": where a decode_auto plan was routed. */
 const char *swa_decode_auto_choice(const void *backend_plan);
+/* The chosen backend's own plan inside a decode_auto plan (borrowed). */
+const void *swa_decode_auto_plan_of(const void *backend_plan);
 /* The routing rule itself: CUDA-graph cases go to decode_fa2 (padded grid
  * read from memory), everything else to decode_aiter. */
 const swa_backend *swa_decode_auto_route(const swa_case *c);

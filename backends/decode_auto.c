@@ -60,6 +60,11 @@ const char *swa_decode_auto_choice(const void *backend_plan)
     return backend_plan ? ((const auto_state *)backend_plan)->chosen->name : NULL;
 }
 
+const void *swa_decode_auto_plan_of(const void *backend_plan)
+{
+    return backend_plan ? ((const auto_state *)backend_plan)->plan : NULL;
+}
+
 static double auto_run_lse_base(const void *plan, const swa_run_opts *r)
 {
     const auto_state *s = plan;

@@ -18,6 +18,8 @@ int swa_cmd_bench(int argc, char **argv);
 int swa_cmd_merge(int argc, char **argv);
 /* defined in cli_selftest.c */
 int swa_cmd_selftest(int argc, char **argv, const char *prog);
+/* defined in cli_coverage.c */
+int swa_cmd_coverage(int argc, char **argv);
 /* defined in cli_explain.c */
 int swa_cmd_explain(int argc, char **argv, const char *prog);
 int swa_cmd_shrink(int argc, char **argv, const char *prog);

@@ -6,6 +6,7 @@
  *   swadiff bench --reference | --device cuda
  *   swadiff merge OUT_DIR REPORT.json...
  *   swadiff selftest | explain | shrink   (detection power, see README)
+ *   swadiff coverage [CASES...]            (plan decisions the cases exercise)
  *
  * Every subcommand has --help.  Exit codes: README.md and core/common.h. */
 #include <errno.h>
@@ -35,6 +36,7 @@ static int usage_main(FILE *f)
             "  selftest [CASES...]   run the case library under every mutant (kill matrix)\n"
             "  explain CASE_ID       name the mask a failing backend actually applied\n"
             "  shrink CASE_ID        reduce a failing case to a minimal case file\n"
+            "  coverage [CASES...]   plan decisions (and pairs) the cases never make a backend take\n"
             "\n"
             "`swadiff COMMAND --help` describes each command.\n"
             "exit codes: 0 passed, 1 mismatch, 2 usage or case-file error, 3 runtime error,\n"
@@ -65,6 +67,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "selftest")) return swa_cmd_selftest(sub_argc, sub_argv, argv[0]);
     if (!strcmp(cmd, "explain")) return swa_cmd_explain(sub_argc, sub_argv, argv[0]);
     if (!strcmp(cmd, "shrink")) return swa_cmd_shrink(sub_argc, sub_argv, argv[0]);
+    if (!strcmp(cmd, "coverage")) return swa_cmd_coverage(sub_argc, sub_argv);
     fprintf(stderr, "swadiff: unknown command '%s'\n\n", cmd);
     return usage_main(stderr);
 }

@@ -230,6 +230,9 @@ cJSON *swa_report_case_json(const swa_result *r)
     cJSON_AddNumberToObject(shape, "num_kv_heads", r->num_kv_heads);
     cJSON_AddNumberToObject(shape, "head_dim", r->head_dim);
     cJSON_AddNumberToObject(shape, "window_left", r->window_left);
+    cJSON_AddBoolToObject(shape, "causal", r->causal);
+    cJSON_AddNumberToObject(shape, "window_right", r->window_right);
+    cJSON_AddNumberToObject(shape, "attention_chunk_size", r->chunk_size);
     cJSON *tol = cJSON_AddObjectToObject(o, "tolerance");
     cJSON_AddStringToObject(tol, "mode", tol_mode_name(r->tol.mode));
     /* what the comparison applied, when there was one; else what was asked */
@@ -263,6 +266,21 @@ cJSON *swa_report_case_json(const swa_result *r)
         p += n + (nl ? 1 : 0);
     }
     add_str(o, "reproduce", r->reproduce);
+    /* report 1.2: what the plan decided (plan_decisions.h), as an object of
+     * key -> value ("v1+v2" for a per-request set); absent when no plan
+     * was built */
+    if (r->decisions[0]) {
+        cJSON *dec = cJSON_AddObjectToObject(o, "decisions");
+        char text[sizeof r->decisions];
+        snprintf(text, sizeof text, "%s", r->decisions);
+        for (char *save = NULL, *kv = strtok_r(text, ";", &save); kv; kv = strtok_r(NULL, ";", &save)) {
+            char *eq = strchr(kv, '=');
+            if (!eq)
+                continue;
+            *eq = '\0';
+            add_str(dec, kv, eq + 1);
+        }
+    }
     return o;
 }
 

@@ -205,6 +205,47 @@ static int outcome_from_name(const char *s)
     return -1;
 }
 
+/* "decisions" (report 1.2, optional: older reports have none): an object
+ * of decision names to value strings, kept as "key=value;..." so merge
+ * writes back exactly what it read, decisions of newer swadiffs included. */
+static bool decision_word(const char *s, bool value)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_' ||
+              (value && strchr("+-.", *s))))
+            return false;
+    return true;
+}
+
+static void read_decisions(reader *rd, const cJSON *obj, swa_result *r)
+{
+    const cJSON *dec = cJSON_GetObjectItemCaseSensitive(obj, "decisions");
+    r->decisions[0] = '\0';
+    if (!dec || rd->failed)
+        return;
+    if (!cJSON_IsObject(dec)) {
+        type_error(rd, "decisions", "an object of decision names to value strings");
+        return;
+    }
+    size_t len = 0;
+    for (const cJSON *d = dec->child; d; d = d->next) {
+        if (!cJSON_IsString(d) || !d->string || !decision_word(d->string, false) ||
+            !decision_word(d->valuestring, true)) {
+            type_error(rd, "decisions", "an object of decision names ([A-Za-z0-9_]) to values ([A-Za-z0-9_+.-])");
+            return;
+        }
+        int n = snprintf(r->decisions + len, sizeof r->decisions - len, "%s%s=%s", len ? ";" : "", d->string,
+                         d->valuestring);
+        if (n < 0 || (size_t)n >= sizeof r->decisions - len) {
+            type_error(rd, "decisions", "at most 1023 bytes of decisions");
+            return;
+        }
+        len += (size_t)n;
+    }
+}
+
 swa_status swa_report_case_from_json(const cJSON *obj, const char *where, swa_result *r, swa_error *err)
 {
     reader rd = {where, err, false};
@@ -234,6 +275,14 @@ swa_status swa_report_case_from_json(const cJSON *obj, const char *where, swa_re
         r->num_kv_heads = get_int_in(&rd, shape, "num_kv_heads", 0, INT_MAX);
         r->head_dim = get_int_in(&rd, shape, "head_dim", 0, INT_MAX);
         r->window_left = get_int_in(&rd, shape, "window_left", -1, INT_MAX);
+        /* causal, window_right, attention_chunk_size: optional (reports before
+         * they existed were causal or left-bound only) */
+        const cJSON *cz = cJSON_GetObjectItemCaseSensitive(shape, "causal");
+        r->causal = cz ? cJSON_IsTrue(cz) : true;
+        r->window_right = cJSON_GetObjectItemCaseSensitive(shape, "window_right")
+                              ? get_int_in(&rd, shape, "window_right", -1, INT_MAX) : (r->causal ? 0 : -1);
+        r->chunk_size = cJSON_GetObjectItemCaseSensitive(shape, "attention_chunk_size")
+                            ? get_int_in(&rd, shape, "attention_chunk_size", 0, INT_MAX) : 0;
     }
     const cJSON *tol = get_object(&rd, obj, "tolerance", false);
     if (tol) {
@@ -345,6 +394,7 @@ swa_status swa_report_case_from_json(const cJSON *obj, const char *where, swa_re
         len += (size_t)n;
     }
     get_string(&rd, obj, "reproduce", r->reproduce, sizeof r->reproduce, false);
+    read_decisions(&rd, obj, r);
     if (rd.failed) {
         swa_compare_result_free(c);
         return err ? err->status : SWA_ERR_INVALID;

@@ -44,8 +44,13 @@ typedef struct swa_result {
     char diagnosis[512];         /* explain's verdict for failures, "" when none */
     char warnings[512];          /* plan-time warnings, "" when none */
     char reproduce[1024];        /* command line that reruns this case alone */
+    char decisions[1024];        /* what the plan decided, "key=value;key=v1+v2" (backends/plan_decisions.h);
+                                  * "" when no plan was built (skip, refusal, external backend) */
     /* shape summary for the HTML heatmap captions */
     int num_requests, total_qo, num_qo_heads, num_kv_heads, head_dim, window_left;
+    int window_right;            /* -1 unbounded (0 for causal cases) */
+    int chunk_size;              /* attention_chunk_size, 0 when off */
+    bool causal;
     int seq;                     /* pair index in the run's order (not written): reports list results by it */
     /* where the time went (not written to reports; `bench --harness` adds
      * them up): the case's data and reference go to its first backend */

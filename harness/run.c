@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends/plan_decisions.h"
 #include "reference/reference.h"
 #include "harness/dump.h"
 
@@ -367,6 +368,9 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
     swa_status st = b->plan(c, &ctx->in, &po, &plan, &err);
     if (st != SWA_OK)
         goto fail;
+    swa_decisions decisions;
+    if (swa_plan_decisions(b, c, plan, &decisions, &(swa_error){0}) == SWA_OK)
+        swa_decisions_format(&decisions, r->decisions, sizeof r->decisions);
 
     size_t out_bytes = (size_t)ctx->in.total_qo * c->num_qo_heads * c->head_dim * swa_dtype_size(c->dtype);
     size_t lse_bytes = (size_t)ctx->in.total_qo * c->num_qo_heads * sizeof(float);

@@ -1,0 +1,436 @@
+/* cli_coverage.c — `swadiff coverage`: which plan decisions, and which
+ * pairs of them, the case library makes each backend's planner take (issue
+ * 14, "Detection power").  A held-out bug in a branch of the plan logic is
+ * found only if some case makes the planner take that branch, so this
+ * command plans every (case, backend) pair of the library — kernels are not
+ * run, tensors are not made: the planners read only shapes and the page
+ * table — and lists the values and pairs that the library never exercises
+ * although some valid case could (backends/plan_decisions.c says which are
+ * reachable, with a reason for each rule).
+ *
+ * Exit: 0 no gap, 1 (SWA_EXIT_MISMATCH: a failure) at least one gap,
+ * 2 usage or case-file error, 3 a plan failed that no expect_error pinned.
+ *
+ * Tested by tests/test_coverage.c. */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/plan_decisions.h"
+#include "harness/cli.h"
+
+#define MAX_PAIRS 32
+#define MAXV SWA_DECISION_MAX_VALUES
+
+typedef struct backend_tally {
+    const swa_backend *b;
+    int plans, skipped, refused, errors;
+    long value[SWA_DEC_COUNT][MAXV];
+    long pair[MAX_PAIRS][MAXV][MAXV];
+    char first_error[512];
+} backend_tally;
+
+static int coverage_usage(FILE *f)
+{
+    char backend_names[256];
+    swa_backend_names_text(backend_names, sizeof backend_names);
+    fprintf(f,
+            "usage: swadiff coverage [OPTIONS] [CASES...]\n"
+            "\n"
+            "Plans every (case, backend) pair of the case files or folders (default ./cases)\n"
+            "without running a kernel, records the decisions each plan took, and lists per\n"
+            "backend the decision values and the pairs of values the cases never exercise\n"
+            "although the backend's planner can take them (backends/plan_decisions.c has\n"
+            "each reachability rule and its reason).\n"
+            "\n"
+            "  -d, --device D      the device whose SM count the planners target (default host)\n"
+            "  -b, --backend B     only these backends (comma-separated): %s\n"
+            "      --json FILE     write the counts, the gaps and the unreachable values with\n"
+            "                      their reasons as JSON\n"
+            "  -q, --quiet         print the gaps only, not the table of counts\n"
+            "  -h, --help          this text\n"
+            "\n"
+            "decisions:\n",
+            backend_names);
+    for (int k = 0; k < SWA_DEC_COUNT; k++) {
+        const swa_decision_def *d = swa_decision_def_at(k);
+        fprintf(f, "  %-15s", d->key);
+        for (int v = 0; v < swa_decision_value_count(k); v++)
+            fprintf(f, "%s%s", v ? " | " : "", d->values[v]);
+        fprintf(f, "%s\n                   %s\n", d->multi ? "  (set, per request)" : "", d->meaning);
+    }
+    fprintf(f, "pairs:\n ");
+    int np;
+    const swa_decision_pair *pairs = swa_decision_pairs(&np);
+    for (int i = 0; i < np; i++)
+        fprintf(f, " %s x %s%s", swa_decision_def_at(pairs[i].a)->key, swa_decision_def_at(pairs[i].b)->key,
+                i + 1 < np ? "," : "\n");
+    fprintf(f, "\nexit: 0 no gap, 1 some reachable value or pair never exercised, 2 usage or\n"
+               "      case-file error, 3 a plan failed that the case did not expect to fail\n");
+    return f == stdout ? SWA_EXIT_OK : SWA_EXIT_USAGE;
+}
+
+/* The inputs a planner reads: the page table (FlashInfer form; page ids in
+ * order, one spare page) and the index arrays.  No tensors. */
+static swa_status plan_inputs(const swa_case *c, swa_inputs *in, swa_error *err)
+{
+    memset(in, 0, sizeof *in);
+    int B = c->num_requests, ps = c->page_size > 0 ? c->page_size : 1;
+    in->num_requests = B;
+    in->num_qo_heads = c->num_qo_heads;
+    in->num_kv_heads = c->num_kv_heads;
+    in->head_dim = c->head_dim;
+    in->dtype = c->dtype;
+    swa_paged_kv *kv = &in->paged;
+    in->qo_indptr = calloc((size_t)B + 1, sizeof(int));
+    in->kv_indptr = calloc((size_t)B + 1, sizeof(int));
+    kv->indptr = calloc((size_t)B + 1, sizeof(int));
+    kv->last_page_len = calloc((size_t)B > 0 ? (size_t)B : 1, sizeof(int));
+    long long pages = 0;
+    for (int r = 0; r < B; r++)
+        pages += (c->kv_len[r] + ps - 1) / ps;
+    if (pages > 0x7ffffffe)
+        return swa_error_set(err, SWA_ERR_INVALID, "case %s: %lld pages (over the int range)", c->id, pages);
+    kv->indices = calloc((size_t)pages + 1, sizeof(int));
+    if (!in->qo_indptr || !in->kv_indptr || !kv->indptr || !kv->last_page_len || !kv->indices)
+        return swa_error_set(err, SWA_ERR_NOMEM, "case %s: out of memory for the page table", c->id);
+    kv->dtype = c->dtype;
+    kv->layout = c->layout;
+    kv->page_size = c->page_size;
+    kv->num_kv_heads = c->num_kv_heads;
+    kv->head_dim = c->head_dim;
+    kv->num_requests = B;
+    kv->num_pages = (int)pages + 1; /* the last one is referenced by no request */
+    for (int r = 0; r < B; r++) {
+        int n = (c->kv_len[r] + ps - 1) / ps;
+        in->qo_indptr[r + 1] = in->qo_indptr[r] + c->qo_len[r];
+        in->kv_indptr[r + 1] = in->kv_indptr[r] + c->kv_len[r];
+        kv->indptr[r + 1] = kv->indptr[r] + n;
+        kv->last_page_len[r] = n > 0 ? c->kv_len[r] - (n - 1) * ps : 0;
+        for (int e = kv->indptr[r]; e < kv->indptr[r + 1]; e++)
+            kv->indices[e] = e;
+    }
+    in->total_qo = in->qo_indptr[B];
+    in->total_kv = in->kv_indptr[B];
+    return SWA_OK;
+}
+
+static void plan_inputs_free(swa_inputs *in)
+{
+    free(in->qo_indptr);
+    free(in->kv_indptr);
+    free(in->paged.indptr);
+    free(in->paged.indices);
+    free(in->paged.last_page_len);
+    memset(in, 0, sizeof *in);
+}
+
+static void tally_plan(backend_tally *t, const swa_decisions *d)
+{
+    int np;
+    const swa_decision_pair *pairs = swa_decision_pairs(&np);
+    t->plans++;
+    for (int k = 0; k < SWA_DEC_COUNT; k++)
+        for (int v = 0; v < MAXV; v++)
+            if (d->set[k] & (1u << v))
+                t->value[k][v]++;
+    for (int i = 0; i < np && i < MAX_PAIRS; i++)
+        for (int va = 0; va < MAXV; va++)
+            for (int vb = 0; vb < MAXV; vb++)
+                if ((d->set[pairs[i].a] & (1u << va)) && (d->set[pairs[i].b] & (1u << vb)))
+                    t->pair[i][va][vb]++;
+}
+
+/* Plans case c with backend b on dev and tallies the decisions. */
+static void cover_pair(const swa_case *c, const swa_backend *b, const swa_device_ops *dev, backend_tally *t)
+{
+    char why[512];
+    if (b->supports(c, dev, why, sizeof why)) {
+        t->skipped++;
+        return;
+    }
+    swa_error err = {0};
+    swa_inputs in;
+    void *plan = NULL;
+    swa_plan_opts po = {.device = dev, .mutant = SWA_MUTANT_NONE, .num_sms = dev->num_sms(), .backend = b};
+    swa_status st = plan_inputs(c, &in, &err);
+    if (st == SWA_OK)
+        st = b->plan(c, &in, &po, &plan, &err);
+    if (st == SWA_OK) {
+        swa_decisions d;
+        st = swa_plan_decisions(b, c, plan, &d, &err);
+        if (st == SWA_OK)
+            tally_plan(t, &d);
+        b->free(plan);
+    }
+    plan_inputs_free(&in);
+    if (st == SWA_OK)
+        return;
+    if (st == SWA_ERR_UNSUPPORTED) {
+        t->skipped++;
+    } else if (c->expect_error[0] && strstr(err.message, c->expect_error)) {
+        t->refused++; /* the case pins this refusal */
+    } else {
+        if (!t->errors)
+            snprintf(t->first_error, sizeof t->first_error, "%s: %s", c->id, err.message);
+        t->errors++;
+    }
+}
+
+static bool value_gap(const backend_tally *t, int k, int v)
+{
+    return !t->value[k][v] && !swa_decision_unreachable(t->b, k, v);
+}
+
+static bool pair_gap(const backend_tally *t, int i, const swa_decision_pair *p, int va, int vb)
+{
+    return !t->pair[i][va][vb] && !swa_decision_pair_unreachable(t->b, p->a, va, p->b, vb);
+}
+
+/* Prints the table (unless quiet) and the gaps of one backend; returns its gaps. */
+static int print_backend(const backend_tally *t, bool quiet)
+{
+    int np, gaps = 0;
+    const swa_decision_pair *pairs = swa_decision_pairs(&np);
+    printf("%s: %d plans (%d skipped by supports(), %d refused as the case expects, %d errors)\n", t->b->name,
+           t->plans, t->skipped, t->refused, t->errors);
+    if (t->errors)
+        printf("  first error: %s\n", t->first_error);
+    for (int k = 0; k < SWA_DEC_COUNT; k++) {
+        if (swa_decision_inapplicable(t->b, k))
+            continue;
+        const swa_decision_def *d = swa_decision_def_at(k);
+        char line[512];
+        int len = snprintf(line, sizeof line, "  %-15s", d->key);
+        bool gap = false;
+        for (int v = 0; v < swa_decision_value_count(k) && len < (int)sizeof line; v++) {
+            const char *mark = value_gap(t, k, v) ? " GAP" : swa_decision_unreachable(t->b, k, v) ? " (unreachable)" : "";
+            gap |= value_gap(t, k, v);
+            len += snprintf(line + len, sizeof line - (size_t)len, "%s%s %ld%s", v ? ", " : "", d->values[v],
+                            t->value[k][v], mark);
+        }
+        if (!quiet || gap)
+            printf("%s\n", line);
+        for (int v = 0; v < swa_decision_value_count(k); v++)
+            gaps += value_gap(t, k, v);
+    }
+    for (int i = 0; i < np && i < MAX_PAIRS; i++) {
+        const swa_decision_pair *p = &pairs[i];
+        if (swa_decision_inapplicable(t->b, p->a) || swa_decision_inapplicable(t->b, p->b))
+            continue;
+        int reachable = 0, hit = 0, missing = 0;
+        char miss[512] = "";
+        size_t ml = 0;
+        for (int va = 0; va < swa_decision_value_count(p->a); va++)
+            for (int vb = 0; vb < swa_decision_value_count(p->b); vb++) {
+                if (swa_decision_pair_unreachable(t->b, p->a, va, p->b, vb))
+                    continue;
+                reachable++;
+                if (t->pair[i][va][vb]) {
+                    hit++;
+                    continue;
+                }
+                missing++;
+                if (ml < sizeof miss) {
+                    int w = snprintf(miss + ml, sizeof miss - ml, "%s%s+%s", ml ? ", " : "",
+                                     swa_decision_def_at(p->a)->values[va], swa_decision_def_at(p->b)->values[vb]);
+                    ml += w > 0 ? (size_t)w : 0;
+                }
+            }
+        gaps += missing;
+        char name[64];
+        snprintf(name, sizeof name, "%s x %s", swa_decision_def_at(p->a)->key, swa_decision_def_at(p->b)->key);
+        if (missing)
+            printf("  %-28s %d/%d  GAP: %s\n", name, hit, reachable, miss);
+        else if (!quiet)
+            printf("  %-28s %d/%d\n", name, hit, reachable);
+    }
+    return gaps;
+}
+
+static cJSON *backend_json(const backend_tally *t)
+{
+    int np;
+    const swa_decision_pair *pairs = swa_decision_pairs(&np);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "backend", t->b->name);
+    cJSON_AddNumberToObject(o, "plans", t->plans);
+    cJSON_AddNumberToObject(o, "skipped", t->skipped);
+    cJSON_AddNumberToObject(o, "refused", t->refused);
+    cJSON_AddNumberToObject(o, "errors", t->errors);
+    if (t->errors)
+        cJSON_AddStringToObject(o, "first_error", t->first_error);
+    cJSON *dec = cJSON_AddObjectToObject(o, "decisions");
+    cJSON *unreach = cJSON_AddArrayToObject(o, "unreachable");
+    cJSON *gaps = cJSON_AddArrayToObject(o, "gaps");
+    for (int k = 0; k < SWA_DEC_COUNT; k++) {
+        const swa_decision_def *d = swa_decision_def_at(k);
+        const char *why = swa_decision_inapplicable(t->b, k);
+        if (why) {
+            cJSON *u = cJSON_CreateObject();
+            cJSON_AddStringToObject(u, "decision", d->key);
+            cJSON_AddStringToObject(u, "reason", why);
+            cJSON_AddItemToArray(unreach, u);
+            continue;
+        }
+        cJSON *vals = cJSON_AddObjectToObject(dec, d->key);
+        for (int v = 0; v < swa_decision_value_count(k); v++) {
+            cJSON_AddNumberToObject(vals, d->values[v], (double)t->value[k][v]);
+            if ((why = swa_decision_unreachable(t->b, k, v))) {
+                cJSON *u = cJSON_CreateObject();
+                cJSON_AddStringToObject(u, "decision", d->key);
+                cJSON_AddStringToObject(u, "value", d->values[v]);
+                cJSON_AddStringToObject(u, "reason", why);
+                cJSON_AddItemToArray(unreach, u);
+            } else if (value_gap(t, k, v)) {
+                cJSON *g = cJSON_CreateObject();
+                cJSON_AddStringToObject(g, "decision", d->key);
+                cJSON_AddStringToObject(g, "value", d->values[v]);
+                cJSON_AddItemToArray(gaps, g);
+            }
+        }
+    }
+    cJSON *pj = cJSON_AddArrayToObject(o, "pairs");
+    for (int i = 0; i < np && i < MAX_PAIRS; i++) {
+        const swa_decision_pair *p = &pairs[i];
+        if (swa_decision_inapplicable(t->b, p->a) || swa_decision_inapplicable(t->b, p->b))
+            continue;
+        const swa_decision_def *da = swa_decision_def_at(p->a), *db = swa_decision_def_at(p->b);
+        cJSON *po = cJSON_CreateObject();
+        cJSON *names = cJSON_AddArrayToObject(po, "decisions");
+        cJSON_AddItemToArray(names, cJSON_CreateString(da->key));
+        cJSON_AddItemToArray(names, cJSON_CreateString(db->key));
+        cJSON *combos = cJSON_AddArrayToObject(po, "combinations");
+        for (int va = 0; va < swa_decision_value_count(p->a); va++)
+            for (int vb = 0; vb < swa_decision_value_count(p->b); vb++) {
+                cJSON *cmb = cJSON_CreateObject();
+                cJSON *vv = cJSON_AddArrayToObject(cmb, "values");
+                cJSON_AddItemToArray(vv, cJSON_CreateString(da->values[va]));
+                cJSON_AddItemToArray(vv, cJSON_CreateString(db->values[vb]));
+                cJSON_AddNumberToObject(cmb, "plans", (double)t->pair[i][va][vb]);
+                const char *why = swa_decision_pair_unreachable(t->b, p->a, va, p->b, vb);
+                if (why)
+                    cJSON_AddStringToObject(cmb, "unreachable", why);
+                else
+                    cJSON_AddBoolToObject(cmb, "gap", pair_gap(t, i, p, va, vb));
+                cJSON_AddItemToArray(combos, cmb);
+                if (!why && pair_gap(t, i, p, va, vb)) {
+                    cJSON *g = cJSON_CreateObject();
+                    cJSON *gn = cJSON_AddArrayToObject(g, "pair");
+                    cJSON_AddItemToArray(gn, cJSON_CreateString(da->key));
+                    cJSON_AddItemToArray(gn, cJSON_CreateString(db->key));
+                    cJSON *gv = cJSON_AddArrayToObject(g, "values");
+                    cJSON_AddItemToArray(gv, cJSON_CreateString(da->values[va]));
+                    cJSON_AddItemToArray(gv, cJSON_CreateString(db->values[vb]));
+                    cJSON_AddItemToArray(gaps, g);
+                }
+            }
+        cJSON_AddItemToArray(pj, po);
+    }
+    return o;
+}
+
+static int write_json(const char *path, backend_tally *tally, int nb, const swa_device_ops *dev, int ncases,
+                      int total_gaps)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "coverage_version", "1.0");
+    cJSON_AddStringToObject(root, "device", dev->name);
+    cJSON_AddNumberToObject(root, "num_sms", dev->num_sms());
+    cJSON_AddNumberToObject(root, "cases", ncases);
+    cJSON_AddNumberToObject(root, "gaps", total_gaps);
+    cJSON *arr = cJSON_AddArrayToObject(root, "backends");
+    for (int i = 0; i < nb; i++)
+        if (tally[i].b)
+            cJSON_AddItemToArray(arr, backend_json(&tally[i]));
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    FILE *f = text ? fopen(path, "w") : NULL;
+    int rc = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF ? 0 : -1;
+    if (f && fclose(f) != 0)
+        rc = -1;
+    cJSON_free(text);
+    if (rc)
+        fprintf(stderr, "swadiff coverage: --json %s: cannot write the file\n", path);
+    return rc;
+}
+
+int swa_cmd_coverage(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"device", required_argument, 0, 'd'}, {"backend", required_argument, 0, 'b'},
+        {"json", required_argument, 0, 'J'},   {"quiet", no_argument, 0, 'q'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
+    };
+    const char *device_name = "host", *json_path = NULL;
+    unsigned backend_mask = 0;
+    bool quiet = false;
+    char bad[128];
+    optind = 1;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "d:b:qh", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'd': device_name = optarg; break;
+        case 'b':
+            if (!(backend_mask = swa_cli_parse_backends(optarg, bad, sizeof bad))) {
+                char names[256];
+                swa_backend_names_text(names, sizeof names);
+                fprintf(stderr, "swadiff coverage: --backend: unknown backend '%s' (expected %s)\n", bad, names);
+                return SWA_EXIT_USAGE;
+            }
+            break;
+        case 'J': json_path = optarg; break;
+        case 'q': quiet = true; break;
+        case 'h': return coverage_usage(stdout);
+        default: return coverage_usage(stderr);
+        }
+    }
+    int exit_code = SWA_EXIT_OK;
+    const swa_device_ops *dev = swa_cli_device(device_name, &exit_code);
+    if (!dev)
+        return exit_code;
+    swa_case_list all = {0};
+    int rc = swa_cli_load_cases(argc - optind, argv + optind, &all);
+    if (rc) {
+        swa_case_list_free(&all);
+        return rc;
+    }
+    int nb;
+    const swa_backend *const *backends = swa_backends(&nb);
+    backend_tally *tally = calloc((size_t)nb, sizeof *tally);
+    if (!tally) {
+        swa_case_list_free(&all);
+        fprintf(stderr, "swadiff coverage: out of memory\n");
+        return SWA_EXIT_RUNTIME;
+    }
+    for (int i = 0; i < all.count; i++)
+        for (int k = 0; k < nb; k++) {
+            const swa_backend *b = backends[k];
+            if (!(all.cases[i].backends & b->flag) || (backend_mask && !(backend_mask & b->flag)))
+                continue;
+            tally[k].b = b;
+            cover_pair(&all.cases[i], b, dev, &tally[k]);
+        }
+    printf("swadiff coverage: %d cases, device %s (planning for %d SMs)\n\n", all.count, dev->name, dev->num_sms());
+    int gaps = 0, errors = 0;
+    for (int k = 0; k < nb; k++)
+        if (tally[k].b) {
+            int g = print_backend(&tally[k], quiet);
+            printf("  -> %d gap%s\n\n", g, g == 1 ? "" : "s");
+            gaps += g;
+            errors += tally[k].errors;
+        }
+    printf("coverage: %d gap%s (reachable decision values or pairs no case exercises)%s\n", gaps,
+           gaps == 1 ? "" : "s", errors ? "; some plans failed unexpectedly" : "");
+    if (json_path && write_json(json_path, tally, nb, dev, all.count, gaps) != 0)
+        exit_code = SWA_EXIT_RUNTIME;
+    free(tally);
+    swa_case_list_free(&all);
+    if (gaps)
+        return SWA_EXIT_MISMATCH;
+    if (errors || exit_code)
+        return SWA_EXIT_RUNTIME;
+    return SWA_EXIT_OK;
+}
