@@ -40,6 +40,7 @@ using namespace swa_cuda;
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 // ----------------------------------------------------------------------------
 // device data
@@ -514,16 +515,154 @@ static const bench_shape bench_shapes[] = {
 static int bench_usage(FILE *f)
 {
     fprintf(f, "usage: swadiff bench --device cuda [--json PATH] [--iters N] [--quick] [--only SUBSTRING]\n"
-               "  times the CUDA kernels on the README (Kernels and speed) shapes (CUDA events, median of N)\n");
+               "                                  [--peers] [--peers-script PATH] [--peers-budget SECONDS]\n"
+               "  times the CUDA kernels on the README (Kernels and speed) shapes (CUDA events, median of N)\n"
+               "  --peers: also times PyTorch SDPA (flash, cuDNN), flex_attention and JAX cuDNN on the same\n"
+               "  shapes in the same run (adapters/peers_bench.py, run with $SWADIFF_PYTHON or python3) and\n"
+               "  prints swadiff/peer per row (a ratio of rates: above 1, swadiff is faster)\n");
     return f == stdout ? SWA_EXIT_OK : SWA_EXIT_USAGE;
+}
+
+// ----------------------------------------------------------------------------
+// peers timed in the same run
+
+/* One geometry per distinct shape (the kernel-variant rows share it). */
+static void peer_key(const bench_shape *b, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s b%d q%d kv%d %d/%d hd%d L%d %s", b->backend, b->batch, b->qo_len, b->kv_len, b->hq, b->hk,
+             b->head_dim, b->window_left, b->causal ? "causal" : "non-causal");
+}
+
+/* Runs the peers script over the distinct geometries of the rows that ran
+ * and returns its JSON (NULL with *why set when it could not run). */
+static cJSON *run_peers(const bench_shape *const *rows, int nrows, int iters, const char *script, double budget,
+                        char *why, size_t whylen)
+{
+    char dir[] = "/tmp/swadiff-peers-XXXXXX";
+    if (!mkdtemp(dir)) {
+        snprintf(why, whylen, "cannot create a temporary folder");
+        return NULL;
+    }
+    char shapes_path[128], out_path[128], log_path[128];
+    snprintf(shapes_path, sizeof shapes_path, "%s/shapes.json", dir);
+    snprintf(out_path, sizeof out_path, "%s/peers.json", dir);
+    snprintf(log_path, sizeof log_path, "%s/peers.log", dir);
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; i < nrows; i++) {
+        char key[160];
+        peer_key(rows[i], key, sizeof key);
+        bool seen = false;
+        for (int j = 0; j < cJSON_GetArraySize(arr) && !seen; j++)
+            seen = !strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, j), "name")->valuestring, key);
+        if (seen) continue;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", key);
+        cJSON_AddStringToObject(o, "backend", rows[i]->backend);
+        cJSON_AddNumberToObject(o, "batch", rows[i]->batch);
+        cJSON_AddNumberToObject(o, "qo_len", rows[i]->qo_len);
+        cJSON_AddNumberToObject(o, "kv_len", rows[i]->kv_len);
+        cJSON_AddNumberToObject(o, "num_qo_heads", rows[i]->hq);
+        cJSON_AddNumberToObject(o, "num_kv_heads", rows[i]->hk);
+        cJSON_AddNumberToObject(o, "head_dim", rows[i]->head_dim);
+        cJSON_AddNumberToObject(o, "window_left", rows[i]->window_left);
+        cJSON_AddBoolToObject(o, "causal", rows[i]->causal);
+        cJSON_AddStringToObject(o, "dtype", "fp16");
+        cJSON_AddItemToArray(arr, o);
+    }
+    char *text = cJSON_Print(arr);
+    cJSON_Delete(arr);
+    FILE *f = fopen(shapes_path, "w");
+    bool ok = f && text && fputs(text, f) >= 0;
+    if (f) fclose(f);
+    free(text);
+    if (!ok) {
+        snprintf(why, whylen, "cannot write %s", shapes_path);
+        return NULL;
+    }
+    const char *py = getenv("SWADIFF_PYTHON");
+    if (!py || !*py) py = "python3";
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' --shapes '%s' --out '%s' --iters %d --budget %.0f > '%s' 2>&1", py, script,
+             shapes_path, out_path, iters, budget, log_path);
+    printf("peers: %s (log %s)\n", cmd, log_path);
+    fflush(stdout);
+    int st = system(cmd);
+    FILE *in = fopen(out_path, "r");
+    if (!in) {
+        snprintf(why, whylen, "the peers script exited with status %d and wrote no result (see %s)", st, log_path);
+        return NULL;
+    }
+    fseek(in, 0, SEEK_END);
+    long len = ftell(in);
+    fseek(in, 0, SEEK_SET);
+    char *buf = (char *)malloc((size_t)len + 1);
+    size_t got = buf ? fread(buf, 1, (size_t)len, in) : 0;
+    fclose(in);
+    if (!buf) {
+        snprintf(why, whylen, "out of memory reading %s", out_path);
+        return NULL;
+    }
+    buf[got] = '\0';
+    cJSON *res = cJSON_Parse(buf);
+    free(buf);
+    if (!res) snprintf(why, whylen, "%s is not JSON", out_path);
+    return res;
+}
+
+/* Prints each row's peers with swadiff/peer and adds them to the row's JSON. */
+static void report_peers(cJSON *results, const bench_shape *const *rows, int nrows, const cJSON *peers)
+{
+    const cJSON *by_shape = cJSON_GetObjectItem(peers, "peers");
+    printf("\n%-50s %-16s %9s %12s %14s  %s\n", "workload", "peer", "median ms", "rate", "swadiff/peer", "how");
+    for (int i = 0; i < nrows; i++) {
+        cJSON *item = NULL;
+        for (int j = 0; j < cJSON_GetArraySize(results) && !item; j++) {
+            cJSON *x = cJSON_GetArrayItem(results, j);
+            if (!strcmp(cJSON_GetObjectItem(x, "name")->valuestring, rows[i]->name)) item = x;
+        }
+        const cJSON *ms = item ? cJSON_GetObjectItem(item, "median_ms") : NULL;
+        if (!item || !cJSON_IsNumber(ms)) continue;
+        bool decode = strcmp(rows[i]->backend, "prefill") != 0;
+        double work = cJSON_GetObjectItem(item, decode ? "bytes" : "flops")->valuedouble;
+        char key[160];
+        peer_key(rows[i], key, sizeof key);
+        const cJSON *list = cJSON_GetObjectItem(by_shape, key);
+        cJSON *out = cJSON_AddArrayToObject(item, "peers");
+        const cJSON *p;
+        cJSON_ArrayForEach(p, list)
+        {
+            const char *peer = cJSON_GetStringValue(cJSON_GetObjectItem(p, "peer"));
+            cJSON *o = cJSON_Duplicate(p, 1);
+            const cJSON *pm = cJSON_GetObjectItem(p, "median_ms");
+            if (cJSON_IsNumber(pm) && pm->valuedouble > 0) {
+                double rate = decode ? work / (pm->valuedouble * 1e-3) / 1e9 : work / (pm->valuedouble * 1e-3) / 1e12;
+                double ratio = pm->valuedouble / ms->valuedouble; /* rate(swadiff) / rate(peer) */
+                cJSON_AddNumberToObject(o, decode ? "gbps" : "tflops", rate);
+                cJSON_AddNumberToObject(o, "swadiff_over_peer", ratio);
+                const char *how = cJSON_GetStringValue(cJSON_GetObjectItem(p, "how"));
+                printf("%-50s %-16s %9.3f %8.0f %s %13.2fx  %s\n", rows[i]->name, peer ? peer : "?", pm->valuedouble,
+                       rate, decode ? "GB/s" : "TF/s", ratio, how ? how : "");
+            } else {
+                const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(p, "unsupported"));
+                printf("%-50s %-16s %9s %12s %14s  %s\n", rows[i]->name, peer ? peer : "?", "-", "-", "-",
+                       why ? why : "no timing");
+            }
+            cJSON_AddItemToArray(out, o);
+        }
+    }
 }
 
 extern "C" int swa_bench_cuda(int argc, char **argv)
 {
-    const char *json_path = NULL, *only = NULL;
+    const char *json_path = NULL, *only = NULL, *peers_script = "adapters/peers_bench.py";
+    bool peers = false;
+    double peers_budget = 400;
     int iters = 30;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
+        else if (!strcmp(argv[i], "--peers")) peers = true;
+        else if (!strcmp(argv[i], "--peers-script") && i + 1 < argc) peers_script = argv[++i];
+        else if (!strcmp(argv[i], "--peers-budget") && i + 1 < argc) peers_budget = atof(argv[++i]);
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--quick")) iters = 5;
@@ -535,6 +674,15 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
     }
     if (iters < 1) {
         fprintf(stderr, "swadiff bench --device cuda: --iters must be >= 1\n");
+        return SWA_EXIT_USAGE;
+    }
+    if (peers && access(peers_script, R_OK) != 0) {
+        fprintf(stderr, "swadiff bench --device cuda: --peers: cannot read the peers script %s (run from the "
+                        "repository root or give --peers-script PATH)\n", peers_script);
+        return SWA_EXIT_USAGE;
+    }
+    if (peers && !(peers_budget > 0)) {
+        fprintf(stderr, "swadiff bench --device cuda: --peers-budget must be > 0 seconds\n");
         return SWA_EXIT_USAGE;
     }
     char why[256];
@@ -563,6 +711,8 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
         printf("device-to-device copy: failed: %s\n", err.message);
     }
     cJSON *arr = cJSON_AddArrayToObject(root, "results");
+    const bench_shape *ran[sizeof bench_shapes / sizeof bench_shapes[0]];
+    int nran = 0;
     printf("%-50s %9s %9s %12s %8s %8s %s\n", "workload", "median ms", "min ms", "rate", "% ceil", "target",
            "met");
     for (size_t n = 0; n < sizeof bench_shapes / sizeof bench_shapes[0]; n++) {
@@ -606,6 +756,7 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
                decode ? "GB/s" : "TF/s", 100.0 * rate / ceiling, b->target, b->target > 0 ? (met ? "yes" : "NO") : "-");
         printf("%-50s   plan: %s; spot check %d rows, max abs err %.2e\n", "", res.plan, res.check_rows,
                res.check_max_err);
+        ran[nran++] = b;
         cJSON_AddStringToObject(item, "plan", res.plan);
         cJSON_AddNumberToObject(item, "median_ms", res.median_ms);
         cJSON_AddNumberToObject(item, "min_ms", res.min_ms);
@@ -620,6 +771,20 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
         cJSON_AddStringToObject(item, "target", b->target_text);
         if (b->target > 0) cJSON_AddBoolToObject(item, "target_met", met);
         cJSON_AddNumberToObject(item, "spot_check_max_abs_err", res.check_max_err);
+    }
+    if (peers && nran > 0) {
+        char why[512] = "";
+        cJSON *pj = run_peers(ran, nran, iters, peers_script, peers_budget, why, sizeof why);
+        if (pj) {
+            report_peers(arr, ran, nran, pj);
+            cJSON *v = cJSON_GetObjectItem(pj, "versions");
+            if (v) cJSON_AddItemToObject(root, "peer_versions", cJSON_Duplicate(v, 1));
+            cJSON_Delete(pj);
+        } else {
+            printf("peers: not timed: %s\n", why);
+            cJSON_AddStringToObject(root, "peers_error", why);
+            rc = SWA_EXIT_RUNTIME;
+        }
     }
     if (json_path) {
         char *text = cJSON_Print(root);
