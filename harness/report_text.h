@@ -66,6 +66,25 @@ void swa_report_order(const swa_run_results *rr, int *idx);
  * unwritten or guard failures, 0 when nothing was compared. */
 double swa_result_severity(const swa_result *r);
 
+/* The diagnosis family of a result: the "[key]" its diagnosis starts with
+ * (harness/explain.h), "unexplained" when the diagnosis has none (explain
+ * off, a report from an older swadiff). */
+void swa_diagnosis_key(const char *diagnosis, char *buf, size_t n);
+
+/* Failed results grouped by diagnosis family, largest group first (ties:
+ * the group whose worst failure comes first in swa_report_order).  A CI
+ * run red with 300 failures is usually two bugs; this says which. */
+#define SWA_DIAG_GROUPS_MAX 64
+typedef struct swa_diag_group {
+    char key[128];
+    int count;
+    int first;             /* index into rr->items of its worst failure */
+    char backends[256];    /* the distinct backends, ", "-separated */
+} swa_diag_group;
+/* Fills at most max groups (failures past max groups land in none) and
+ * returns the number of groups; *ungrouped gets the failures left out. */
+int swa_diagnosis_groups(const swa_run_results *rr, swa_diag_group *groups, int max, int *ungrouped);
+
 #ifdef __cplusplus
 }
 #endif
