@@ -330,6 +330,10 @@ size_t swa_decisions_format(const swa_decisions *d, char *buf, size_t n)
     return used < n ? used : (n ? n - 1 : 0);
 }
 
+/* GCOVR_EXCL_START: the reachability rules below serve `swadiff coverage`
+ * (ci/run-tests.sh runs it as its own gate, and tests/test_plan_decisions.c
+ * checks them); they are no backend behaviour, so ci/coverage.sh, which
+ * measures what `swadiff run cases` exercises, leaves them out. */
 /* ---- reachability --------------------------------------------------------------- *
  * Per backend; each rule is what the planner (or the case format) makes
  * impossible, never what the library happens not to contain.  decode_auto
@@ -429,3 +433,4 @@ const char *swa_decision_pair_unreachable(const swa_backend *b, int ka, int va, 
 #undef PAIR
     return NULL;
 }
+/* GCOVR_EXCL_STOP */

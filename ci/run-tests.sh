@@ -6,30 +6,42 @@
 #      kills every mutant
 #   3. the host code rebuilt with AddressSanitizer + UBSan, the suite again
 #   4. the case-loader fuzzer for a bounded time (tests/fuzz/, when built)
+#   5. plan-decision coverage: `swadiff coverage cases` fails on any reachable
+#      plan decision (or pair) no case makes a backend take
+#   6. line/branch coverage of backends/ from `swadiff run cases` alone
+#      (ci/coverage.sh, gcov + gcovr); gate SWADIFF_COVERAGE_LINES /
+#      SWADIFF_COVERAGE_BRANCHES, here the measured floor until the 95/90
+#      target is reached (reports/coverage/summary.txt)
 # Set SWADIFF_QUICK=1 to run stage 1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ci/setup-deps.sh
 
-echo "== 1/4 build and test"
+echo "== 1/6 build and test"
 ci/build.sh build
 ctest --test-dir build --output-on-failure -j "$(nproc 2>/dev/null || echo 2)"
 [ "${SWADIFF_QUICK:-0}" = 1 ] && exit 0
 
-echo "== 2/4 case files and mutant kill matrix (host)"
+echo "== 2/6 case files and mutant kill matrix (host)"
 build/swadiff validate cases
 build/swadiff selftest --device host --report build/selftest cases
 
-echo "== 3/4 AddressSanitizer + UndefinedBehaviorSanitizer build"
+echo "== 3/6 AddressSanitizer + UndefinedBehaviorSanitizer build"
 ci/build.sh build-asan -DSWADIFF_SANITIZE=ON -DSWADIFF_CUDA=OFF -DSWADIFF_HIP=OFF
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   LSAN_OPTIONS=suppressions="$PWD/tests/lsan.supp" \
   ctest --test-dir build-asan --output-on-failure -j "$(nproc 2>/dev/null || echo 2)"
 
-echo "== 4/4 fuzzing"
+echo "== 4/6 fuzzing"
 if [ -x tests/fuzz/run-fuzz.sh ]; then
   tests/fuzz/run-fuzz.sh "${SWADIFF_FUZZ_SECONDS:-60}"
 else
   echo "no fuzz targets"
 fi
+echo "== 5/6 plan-decision coverage of the case library"
+build/swadiff coverage -q --device host --json build/coverage.json cases
+
+echo "== 6/6 line and branch coverage of backends/ from \`swadiff run cases\`"
+SWADIFF_COVERAGE_LINES=${SWADIFF_COVERAGE_LINES:-85} SWADIFF_COVERAGE_BRANCHES=${SWADIFF_COVERAGE_BRANCHES:-68} \
+  ci/coverage.sh
 echo "run-tests: all stages passed"

@@ -15,6 +15,7 @@ packages=(
   libopenblas-dev libcjson-dev libcriterion-dev
   clang libclang-rt-14-dev          # libFuzzer + sanitizer runtimes
   chromium                          # renders report.html in the test suite
+  gcovr                             # line/branch coverage of backends/ (ci/coverage.sh)
   hipcc libamdhip64-dev rocm-device-libs   # ROCm HIP build of the backends
 )
 

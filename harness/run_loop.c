@@ -35,6 +35,10 @@
 #include "harness/report.h"
 #include "harness/run.h"
 
+#ifdef SWADIFF_COVERAGE
+void __gcov_dump(void); /* libgcov */
+#endif
+
 enum { MSG_START = 1, MSG_RESULT = 2, MSG_CASE_ERROR = 3, MSG_IDLE = 4 };
 
 typedef struct msg_header {
@@ -212,6 +216,11 @@ static void worker_main(const swa_run_config *cfg, const swa_case_list *all, con
         msg_header idle = {MSG_IDLE, cmd.sel, 0, 0};
         write_all(fd, &idle, sizeof idle);
     }
+#ifdef SWADIFF_COVERAGE
+    /* the coverage build (ci/coverage.sh): _exit skips gcov's exit handler,
+     * so a worker writes its counters first */
+    __gcov_dump();
+#endif
     _exit(0);
 }
 
