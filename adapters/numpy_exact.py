@@ -7,7 +7,8 @@ layouts are exercised end to end, then reference_attention computes the spec in
 float64 and the helper rounds the output to the case dtype (nearest even).
 CPU only; runs in CI.
 
-Window mapping: window_left L / window_right R used as they are (this IS the spec).
+Window mapping: window_left L / window_right R / attention_chunk_size C used as they are
+                (this IS the spec; chunked=True).
 Alignment:      bottom-right, p = kv_len - qo_len + i.
 Off value:      window_left == -1 / window_right == -1: no bound on that side.
 LSE base:       e (natural log), float64.
@@ -29,5 +30,5 @@ def run(backend, problem, tensors):
 if __name__ == "__main__":
     sa.serve("numpy_exact",
              [sa.Backend("exact", "float64 numpy SDPA over K/V gathered from the paged cache (the spec, exactly)",
-                         lse_base="e", kinds=("prefill", "decode"))],
+                         lse_base="e", kinds=("prefill", "decode"), chunked=True)],
              run)

@@ -36,5 +36,5 @@ if __name__ == "__main__":
              [sa.Backend("window_short",
                          "deliberately wrong: every window one key short (window_left L-1 for L >= 1; "
                          "correct at L = 0 and with no window)",
-                         lse_base="e", kinds=("prefill", "decode"))],
+                         lse_base="e", kinds=("prefill", "decode"), chunked=True)],
              run)

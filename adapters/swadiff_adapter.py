@@ -88,6 +88,10 @@ class Backend:
     description: str
     lse_base: str = "e"                     # "e", "2" or "none"
     kinds: Sequence[str] = KINDS            # subset of ("prefill", "decode")
+    # chunked local attention (attention_chunk_size > 0): a backend that
+    # does not declare it gets such problems refused (unsupported), never
+    # run as plain causal attention
+    chunked: bool = False
 
     def __post_init__(self):
         if not self.name or not isinstance(self.name, str):
@@ -218,7 +222,8 @@ def _as_numpy_float(x) -> np.ndarray:
 def normalize_problem(problem: dict) -> dict:
     """The window "off" two ways: a window key that is absent means what -1
     means (no bound on that side), so every adapter sees explicit values and
-    maps -1 to its library's own "off".  Causal implies window_right 0."""
+    maps -1 to its library's own "off".  Causal implies window_right 0.
+    attention_chunk_size absent or 0: no chunking."""
     p = dict(problem)
     for key in ("window_left", "window_right"):
         if p.get(key) is None:
@@ -227,7 +232,14 @@ def normalize_problem(problem: dict) -> dict:
         p["causal"] = True
     if p["causal"] and int(p["window_right"]) < 0:
         p["window_right"] = 0
+    if p.get("attention_chunk_size") is None:
+        p["attention_chunk_size"] = 0
     return p
+
+
+def chunk_size(problem: dict) -> int:
+    """attention_chunk_size C (0: off): the causal row at p sees [floor(p/C)*C, p]."""
+    return int(problem.get("attention_chunk_size") or 0)
 
 
 def problem_kind(problem: dict) -> str:
@@ -244,7 +256,8 @@ def group_size(problem: dict) -> int:
 
 def visible_mask(problem: dict, r: int, rows: np.ndarray | None = None) -> np.ndarray:
     """Boolean [qo_len, kv_len] (or [len(rows), kv_len]) mask of request r, exactly the spec:
-    p = kv_len - qo_len + i; causal k <= p; window_left L: k >= p - L; window_right R: k <= p + R."""
+    p = kv_len - qo_len + i; causal k <= p; window_left L: k >= p - L; window_right R: k <= p + R;
+    attention_chunk_size C: k >= floor(p/C)*C (rows at p < 0 are empty by causality)."""
     nq, nk = int(problem["qo_len"][r]), int(problem["kv_len"][r])
     i = np.arange(nq, dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
     p = (nk - nq + i)[:, None]
@@ -258,6 +271,9 @@ def visible_mask(problem: dict, r: int, rows: np.ndarray | None = None) -> np.nd
     R = int(problem.get("window_right", -1))
     if R >= 0:
         m &= k <= p + R
+    C = chunk_size(problem)
+    if C > 0:
+        m &= k >= (np.maximum(p, 0) // C) * C
     return m
 
 
@@ -616,6 +632,9 @@ class Adapter:
         kind = problem_kind(problem)
         if kind not in backend.kinds:
             raise Unsupported(f"backend {backend.name} runs {'/'.join(backend.kinds)} problems, this one is {kind}")
+        if chunk_size(problem) > 0 and not backend.chunked:
+            raise Unsupported(f"backend {backend.name} cannot express chunked local attention "
+                              f"(attention_chunk_size {chunk_size(problem)}); refused rather than run unchunked")
         tensors = Tensors(directory, problem)
         res = self.run_fn(backend.name, problem, tensors)
         if isinstance(res, Result):

@@ -62,17 +62,44 @@ typedef struct swa_key_range {
     int lo, hi;
 } swa_key_range;
 
-/* THE per-element mask of one query row.  causal drops k > p; the window
- * (only when mask_window: the window was compiled in at plan time) drops
- * k < anchor - L.  Mutants LEFT_BOUND_GT (k > anchor - L) and
- * LEFT_BOUND_MINUS1 (k >= anchor - L - 1) live here. */
-SWA_HD static inline swa_key_range swa_mask_row_range(int p, int anchor, int window_left,
-                                                      bool mask_window, bool causal, swa_mutant m)
+/* First key of the chunk that holds position p (chunked local attention,
+ * chunk size C >= 1): floor(p/C)*C; 0 for p < 0 (such a row is empty by
+ * causality anyway).  Mutants CHUNK_AS_WINDOW (a sliding window of C keys,
+ * p - C + 1) and CHUNK_START_OFF_BY_ONE (the start read as exclusive,
+ * floor(p/C)*C + 1) live here. */
+SWA_HD static inline int swa_chunk_start(int p, int chunk_size, swa_mutant m)
+{
+    if (p < 0)
+        return 0;
+    if (m == SWA_MUTANT_CHUNK_AS_WINDOW)
+        return swa_imax(0, p - chunk_size + 1);
+    int start = p - p % chunk_size;
+    return m == SWA_MUTANT_CHUNK_START_OFF_BY_ONE ? start + 1 : start;
+}
+
+/* THE per-element mask of one query row: the closed key interval [lo, hi]
+ * (empty when lo > hi).  causal drops k > p.  When mask_window (the window
+ * was compiled in at plan time): the left window drops k < anchor - L
+ * (L >= 0), the right bound drops k > p + R (non-causal rows, R >= 0) and a
+ * chunk size C > 0 drops k < floor(p/C)*C.  Mutants LEFT_BOUND_GT
+ * (k > anchor - L), LEFT_BOUND_MINUS1 (k >= anchor - L - 1),
+ * RIGHT_BOUND_DROPPED (R never reaches the kernel), the chunk mutants of
+ * swa_chunk_start, and WINDOW_OFF_NOT_NORMALISED (L = -1 used as a number
+ * by the predicate, mask_window or not: k >= p + 1) live here.
+ * Positions are below 2^24 and L, R at most 2^30 (the loader's bounds), so
+ * nothing here overflows int. */
+SWA_HD static inline swa_key_range swa_mask_row_range(int p, int anchor, int window_left, int window_right,
+                                                      int chunk_size, bool mask_window, bool causal,
+                                                      swa_mutant m)
 {
     swa_key_range r;
     r.lo = 0;
     r.hi = causal ? p : SWA_KEY_MAX;
-    if (mask_window && window_left >= 0) {
+    if (window_left < 0 && m == SWA_MUTANT_WINDOW_OFF_NOT_NORMALISED)
+        r.lo = swa_imax(anchor - window_left, 0);
+    if (!mask_window)
+        return r;
+    if (window_left >= 0) {
         int lo = anchor - window_left;
         if (m == SWA_MUTANT_LEFT_BOUND_GT)
             lo += 1;
@@ -80,6 +107,10 @@ SWA_HD static inline swa_key_range swa_mask_row_range(int p, int anchor, int win
             lo -= 1;
         r.lo = swa_imax(lo, 0);
     }
+    if (!causal && window_right >= 0 && m != SWA_MUTANT_RIGHT_BOUND_DROPPED)
+        r.hi = p + window_right;
+    if (chunk_size > 0)
+        r.lo = swa_imax(r.lo, swa_chunk_start(p, chunk_size, m));
     return r;
 }
 
@@ -97,31 +128,61 @@ SWA_HD static inline int swa_qo_head_of(int kv_head, int j, int group, int num_k
     return m == SWA_MUTANT_GQA_MOD_MAPPING ? kv_head + j * num_kv_heads : kv_head * group + j;
 }
 
-/* First key a prefill KV loop loads: the coarse per-CTA skip to the window
- * start of the tile's first row, aligned down to the KV tile.  Driven by the
- * run-time window (plan->run_window_left), -1 = no skip. */
-SWA_HD static inline int swa_prefill_kv_begin(int chunk_begin, int anchor_first, int run_window_left,
-                                              int cta_tile_kv)
+/* Query row of a prefill tile's first packed row (the row its KV-start
+ * skip is measured from).  Mutant GQA_PACKED_ROW_BOUND forgets the
+ * / group_size: with GQA, later tiles start their KV loop too late. */
+SWA_HD static inline int swa_tile_first_row(int packed_first, int group, swa_mutant m)
 {
-    if (run_window_left < 0)
+    return m == SWA_MUTANT_GQA_PACKED_ROW_BOUND ? packed_first : packed_first / group;
+}
+
+/* First key a prefill KV loop loads: the coarse per-CTA skip to the first
+ * visible key of the tile's first row (p_first, its window anchor
+ * anchor_first), aligned down to the KV tile.  Driven by the run-time window
+ * (plan->run_window_left, -1 = no left window) and the chunk size (0 = off):
+ * later rows' windows and chunks start at or after p_first's, so the first
+ * row's start bounds the whole tile. */
+SWA_HD static inline int swa_prefill_kv_begin(int chunk_begin, int p_first, int anchor_first,
+                                              int run_window_left, int chunk_size, int cta_tile_kv,
+                                              swa_mutant m)
+{
+    int ws = 0;
+    if (run_window_left >= 0)
+        ws = swa_imax(0, anchor_first - run_window_left);
+    if (chunk_size > 0)
+        ws = swa_imax(ws, swa_chunk_start(p_first, chunk_size, m));
+    if (ws == 0)
         return chunk_begin;
-    int ws = swa_imax(0, anchor_first - run_window_left);
     return swa_imax(chunk_begin, swa_align_down(ws, cta_tile_kv));
 }
 
-/* One past the last key a prefill KV loop loads. */
-SWA_HD static inline int swa_prefill_kv_end(int chunk_end, int p_last, bool causal)
+/* One past the last key a prefill KV loop loads: the tile's last row p_last
+ * bounds it, causal at p_last, non-causal at p_last + R with a right bound
+ * R >= 0, else the chunk end.  Mutant NONCAUSAL_SPAN_AS_CAUSAL sizes a
+ * non-causal tile as causal (p_last + 1): keys right of p_last are never
+ * loaded. */
+SWA_HD static inline int swa_prefill_kv_end(int chunk_end, int p_last, bool causal, int window_right,
+                                            swa_mutant m)
 {
-    return causal ? swa_imin(chunk_end, p_last + 1) : chunk_end;
+    if (causal || m == SWA_MUTANT_NONCAUSAL_SPAN_AS_CAUSAL)
+        return swa_imax(0, swa_imin(chunk_end, p_last + 1));
+    if (window_right >= 0 && m != SWA_MUTANT_RIGHT_BOUND_DROPPED)
+        return swa_imax(0, swa_imin(chunk_end, p_last + window_right + 1));
+    return chunk_end;
 }
 
 /* --------------------------------------------------------------------------
  * Decode (plan.h): window start, chunk base, kv_len from the page table. */
 
-/* First visible key of a decode row (p = kv_len - 1). */
-SWA_HD static inline int swa_decode_window_start(int kv_len, int window_left)
+/* First visible key of a decode row (p = kv_len - 1): its left window
+ * start, or its chunk's first key (chunk_size > 0; the chunk mutants of
+ * swa_chunk_start apply). */
+SWA_HD static inline int swa_decode_window_start(int kv_len, int window_left, int chunk_size, swa_mutant m)
 {
-    return window_left >= 0 ? swa_imax(0, kv_len - 1 - window_left) : 0;
+    int ws = window_left >= 0 ? swa_imax(0, kv_len - 1 - window_left) : 0;
+    if (chunk_size > 0)
+        ws = swa_imax(ws, swa_chunk_start(kv_len - 1, chunk_size, m));
+    return ws;
 }
 
 /* Where decode chunk 0 starts: the page holding the window start, so pages
@@ -195,6 +256,15 @@ SWA_HD static inline float swa_state_lse(float m, float d)
 SWA_HD static inline float swa_merge_weight(float lse_part, float lse_max)
 {
     return lse_part == -INFINITY ? 0.0f : exp2f(lse_part - lse_max);
+}
+
+/* Factor a finished state's accumulator is scaled by: 1/d, and 0 for a row
+ * that saw no key (d = 0), so an empty row stores exactly 0 (a NaN d from a
+ * poisoned key stays NaN).  Mutant EMPTY_ROW_NAN divides by the zero sum
+ * anyway: 0 * (1/0) = NaN.  Merges of no partial use swa_state_inv_sum(0). */
+SWA_HD static inline float swa_state_inv_sum(float d, swa_mutant m)
+{
+    return d == 0.0f && m != SWA_MUTANT_EMPTY_ROW_NAN ? 0.0f : 1.0f / d;
 }
 
 /* The LSE a kernel writes for a base-2 value.  Mutant LSE_WRONG_BASE writes

@@ -128,6 +128,15 @@ static const char *aiter_supports(const swa_case *c, const swa_device_ops *dev, 
         return swa_device_lacks(dev, BACKEND, "decode_aiter executor", buf, n);
     if (dev && c->return_lse && !dev->decode_fa2)
         return swa_device_lacks(dev, BACKEND, "decode_fa2 executor for the return_lse shadow plan", buf, n);
+    if (c->chunk_size > 0) {
+        /* PA v1 masks with one sliding_window S per launch, counted back from
+         * each sequence's context end; a chunk start floor((ctx-1)/C)*C is
+         * neither, so running it would be a different attention */
+        snprintf(buf, n, "%s (AITER PA v1) has one sliding_window per launch counted back from the context end; "
+                 "it cannot express chunked local attention (attention_chunk_size %d): run decode_fa2 or "
+                 "decode_auto.", BACKEND, c->chunk_size);
+        return buf;
+    }
     /* cuda_graph is deliberately not a skip: it is a plan-time error. */
     return swa_plan_decode_supports(BACKEND, c, buf, n);
 }

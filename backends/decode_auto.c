@@ -1,6 +1,7 @@
 /* decode_auto.c — the decode selector: routes a case to decode_fa2 when it
  * asks for CUDA-graph mode (decode_fa2 pads its grid and reads num_work from
- * memory, so replay with another batch is correct) and to decode_aiter
+ * memory, so replay with another batch is correct) or for chunked local
+ * attention (AITER PA v1 cannot express a chunk start), and to decode_aiter
  * otherwise (the fast path for plain decode, sliding window included now
  * that the S = L + 1 mapping is right).  The choice is recorded in the plan
  * (swa_decode_auto_choice) and reported through the plan-time warning hook.
@@ -18,7 +19,7 @@ typedef struct auto_state {
 
 const swa_backend *swa_decode_auto_route(const swa_case *c)
 {
-    return c->cuda_graph ? &swa_backend_decode_fa2 : &swa_backend_decode_aiter;
+    return c->cuda_graph || c->chunk_size > 0 ? &swa_backend_decode_fa2 : &swa_backend_decode_aiter;
 }
 
 static const char *auto_supports(const swa_case *c, const swa_device_ops *dev, char *buf, size_t n)
@@ -48,7 +49,8 @@ static swa_status auto_plan(const swa_case *c, const swa_inputs *in, const swa_p
         char msg[256];
         snprintf(msg, sizeof msg, "decode_auto routed this case to %s (%s)", s->chosen->name,
                  c->cuda_graph ? "CUDA-graph mode needs decode_fa2's padded grid"
-                               : "no CUDA graph: the AITER path");
+                 : c->chunk_size > 0 ? "chunked local attention: AITER PA v1 has no chunk mask"
+                                     : "no CUDA graph: the AITER path");
         o->warn(o->warn_ctx, BACKEND, msg);
     }
     *plan = s;

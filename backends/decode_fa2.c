@@ -93,7 +93,7 @@ static int fa2_request_span(const swa_decode_fa2_plan *p, int r)
 {
     int pages = p->kv_indptr[r + 1] - p->kv_indptr[r];
     int kv_len = swa_paged_kv_len(pages, p->page_size, p->kv_last_page_len[r]);
-    int ws = swa_decode_window_start(kv_len, p->window_left);
+    int ws = swa_decode_window_start(kv_len, p->window_left, p->chunk_size, p->mutant);
     int base = swa_decode_chunk_base(ws, p->page_size, p->mutant);
     return swa_imax(0, kv_len - base);
 }
@@ -203,6 +203,7 @@ static void fa2_fill_shape(swa_decode_fa2_plan *p, const swa_case *c, swa_mutant
     p->dtype = c->dtype;
     p->layout = c->layout;
     p->window_left = c->window_left;
+    p->chunk_size = c->chunk_size;
     p->sm_scale = swa_plan_sm_scale(c);
     p->soft_cap = (float)c->soft_cap;
     p->mutant = m;
@@ -231,7 +232,8 @@ static int *fa2_spans(const swa_case *c, const swa_paged_kv *kv, int n, swa_muta
     for (int r = 0; r < n; r++) {
         int lpl = kv->last_page_len[r] - (m == SWA_MUTANT_LAST_PAGE_LEN_OFF ? 1 : 0);
         int kv_len = swa_paged_kv_len(kv->indptr[r + 1] - kv->indptr[r], kv->page_size, lpl);
-        int base = swa_decode_chunk_base(swa_decode_window_start(kv_len, c->window_left), kv->page_size, m);
+        int base = swa_decode_chunk_base(swa_decode_window_start(kv_len, c->window_left, c->chunk_size, m),
+                                         kv->page_size, m);
         spans[r] = swa_imax(0, kv_len - base);
     }
     return spans;
@@ -318,8 +320,10 @@ swa_status swa_decode_fa2_plan_graph(const swa_case *c, const swa_paged_kv *kv, 
     /* The split is decided for the worst case the graph must serve: every
      * request at graph_max_kv_len with its window (span <= window + page). */
     int worst_kv = swa_imax(graph_max_kv_len, 1);
-    int worst_ws = swa_decode_window_start(worst_kv, c->window_left);
+    int worst_ws = swa_decode_window_start(worst_kv, c->window_left, c->chunk_size, m);
     int worst_span = worst_kv - swa_decode_chunk_base(worst_ws, c->page_size, m);
+    if (c->chunk_size > 0) /* a shorter request may sit further into its chunk */
+        worst_span = swa_imin(worst_kv, c->chunk_size + c->page_size);
     int *spans = swa_plan_calloc((size_t)graph_max_requests, sizeof(int), BACKEND, err);
     if (!spans) {
         free(p);

@@ -56,6 +56,27 @@
       "qo head h reads kv head h % num_kv_heads instead of h / group", "GQA indexing")                 \
     X(FOREIGN_PAGE_READ, "foreign_page_read", 12, "decode_fa2,decode_aiter",                             \
       "page table indexed one entry too far: reads a page the request does not own", "paged KV")       \
+    X(RIGHT_BOUND_DROPPED, "right_bound_dropped", 13, "prefill",                                       \
+      "plan accepts window_right but the kernel never receives it: non-causal rows see every key "     \
+      "right of p (the left bound still applies)", "FlashInfer window_right ignored (REAL_BUGS U3)")  \
+    X(NONCAUSAL_SPAN_AS_CAUSAL, "noncausal_span_as_causal", 13, "prefill",                             \
+      "KV end of a non-causal tile sized as causal (p_last + 1 instead of p_last + R + 1 or kv_len): " \
+      "keys right of the tile's last row are never loaded", "FA2 non-causal local first tile (U3)")    \
+    X(CHUNK_AS_WINDOW, "chunk_as_window", 14, "prefill,decode_fa2",                                    \
+      "chunked local attention run as a sliding window of C keys: [p-C+1, p] instead of "              \
+      "[floor(p/C)*C, p]", "chunked attention routed through window_left (U10)")                       \
+    X(CHUNK_START_OFF_BY_ONE, "chunk_start_off_by_one", 14, "prefill,decode_fa2",                      \
+      "chunk start taken as exclusive: keys (floor(p/C)*C, p], the chunk's first key is lost and a "   \
+      "row at a chunk start sees nothing", "chunk-boundary arithmetic (U10)")                          \
+    X(WINDOW_OFF_NOT_NORMALISED, "window_off_not_normalised", 15, "prefill,decode_fa2",                \
+      "window_left = -1 reaches the kernel's window predicate as a number: k >= p + 1, every causal "  \
+      "row empty", "sentinel used as a bound (FA4 (-1, 0), AOTriton; U2)")                              \
+    X(EMPTY_ROW_NAN, "empty_row_nan", 15, "prefill,decode_fa2",                                        \
+      "a row with no visible key is normalised by its zero sum: output 0 * (1/0) = NaN instead of 0", \
+      "empty-row convention (flashinfer#4452, U2)")                                                     \
+    X(GQA_PACKED_ROW_BOUND, "gqa_packed_row_bound", 11, "prefill",                                     \
+      "tile KV start computed from the packed row index without / group_size: later tiles start "      \
+      "too late and their early rows lose keys", "GQA packed rows in window bounds (U4)")             \
     X(OOB_WRITE, "oob_write", 0, "decode_fa2",                                                           \
       "writes past the end of the output on purpose (guard bytes / device fault isolation)",           \
       "robustness check")                                                                               \

@@ -44,6 +44,9 @@
  *    mappings (sliding_window), RETURN_LSE_IGNORED (wrapper).  Kernel-level
  *    ones go through the helpers below: LEFT_BOUND_GT/MINUS1, TOP_LEFT_ALIGN,
  *    REQUEST_ANCHORED, GQA_MOD_MAPPING, WINDOW_PAGE_CROSS, FOREIGN_PAGE_READ,
+ *    RIGHT_BOUND_DROPPED, NONCAUSAL_SPAN_AS_CAUSAL, CHUNK_AS_WINDOW,
+ *    CHUNK_START_OFF_BY_ONE, WINDOW_OFF_NOT_NORMALISED, GQA_PACKED_ROW_BOUND,
+ *    EMPTY_ROW_NAN (swa_state_inv_sum: final and partial stores, merges),
  *    LSE_WRONG_BASE (final LSE writes only; partial LSEs stay base 2); and
  *    in the kernels: SOFTCAP_COMPILED_OUT (cap off), SOFTCAP_BEFORE_MASK
  *    (aiter: window-masked keys get logit -soft_cap when soft_cap > 0),
@@ -73,16 +76,22 @@
  * item covers one query tile (cta_tile_q packed rows) and one KV chunk of
  * one request; the grid is num_work x num_kv_heads.
  *
- * For work item w and its tile's first query row i_first (position
- * p_first = kv_len - qo_len + i_first), the KV loop runs over
+ * For work item w and its tile's first query row i_first = first packed
+ * row / group_size (position p_first = kv_len - qo_len + i_first, negative
+ * for the empty rows of a request with qo_len > kv_len), the KV loop runs over
  *   [kv_begin, kv_end) with
  *   chunk = [c * kv_chunk_size, min((c+1) * kv_chunk_size, kv_len))   (whole
  *           request when !split_kv)
- *   kv_begin = max(chunk.begin, align_down(max(0, p_first - L), cta_tile_kv))
- *              when the run-time window L >= 0 (the KV-start skip), else chunk.begin
- *   kv_end   = causal ? min(chunk.end, p_last + 1) : chunk.end
- * and inside it the per-element mask (only when mask_window, i.e. the
- * window was known at plan time) drops k < p - L; causal drops k > p.
+ *   ws       = max(p_first - L (run-time window L >= 0), floor(p_first/C)*C
+ *              (chunk size C > 0), 0)
+ *   kv_begin = max(chunk.begin, align_down(ws, cta_tile_kv))   (the KV-start skip)
+ *   kv_end   = causal ? min(chunk.end, p_last + 1)
+ *            : R >= 0 ? min(chunk.end, p_last + R + 1) : chunk.end   (at least 0)
+ * so a non-causal band's tile spans L + R + tile rows of keys, not L + tile;
+ * inside it the per-element mask (only when mask_window, i.e. the window was
+ * known at plan time) drops k < p - L, k > p + R (non-causal) and
+ * k < floor(p/C)*C; causal drops k > p.  A row with no visible key stores
+ * output 0 and LSE -inf (partial or final).
  * Non-split items write out/lse directly; split items write partial slot
  *   req_partial_offset[r] + c * qo_len[r] + i
  * and a merge pass combines the req_num_chunks[r] partials of each row. */
@@ -93,7 +102,10 @@ typedef struct swa_prefill_plan {
     swa_kv_mode kv_mode;
     bool causal;
     int window_left;      /* planned window; run() takes this one */
-    bool mask_window;     /* per-element window mask compiled in (planned window_left >= 0) */
+    int window_right;     /* R: -1 unbounded; R >= 0 non-causal rows see k <= p + R (0 when causal) */
+    int chunk_size;       /* C: 0 off; C >= 1 chunked local attention, keys [floor(p/C)*C, p] */
+    bool mask_window;     /* per-element window mask compiled in (planned window_left >= 0,
+                           * a non-causal window_right >= 0 or a chunk size) */
     int run_window_left;  /* the window the KV-start skip uses at run (== window_left unless a mutant) */
     float sm_scale, soft_cap;
     swa_mutant mutant;
@@ -125,7 +137,10 @@ typedef struct swa_prefill_plan {
  * page_size), chunk c covers tokens
  *   [base + c * kv_chunk_size, min(base + (c+1) * kv_chunk_size, kv_len))
  * so pages wholly before the window are never loaded; the per-element mask
- * drops k < ws.  kv_len comes from the page table:
+ * drops k < ws.  With a chunk size C > 0 (chunked local attention) ws is
+ * max(window start, floor((kv_len - 1)/C)*C).  A decode row sits on the last
+ * key, so a right bound never removes anything and the plan ignores it.
+ * kv_len comes from the page table:
  *   (indptr[r+1] - indptr[r] - 1) * page_size + last_page_len[r].
  * In CUDA-graph mode the buffers and grid_work are sized at plan time for
  * the worst case (graph_max_requests, graph_max_kv_len); items w >= num_work
@@ -135,6 +150,7 @@ typedef struct swa_decode_fa2_plan {
     swa_dtype dtype;
     swa_layout layout;
     int window_left;
+    int chunk_size;           /* 0 off; C >= 1 chunked local attention */
     float sm_scale, soft_cap;
     swa_mutant mutant;
 

@@ -53,11 +53,17 @@ static inline swa_status swa_plan_check_case(const char *backend, const swa_case
         return swa_error_set(err, SWA_ERR_INVALID,
                              "%s: case %s has window_left %d (expected -1 for no window or >= 0)", backend,
                              c->id, c->window_left);
+    if (c->window_right < -1 || c->chunk_size < 0 || (c->chunk_size > 0 && !c->causal))
+        return swa_error_set(err, SWA_ERR_INVALID,
+                             "%s: case %s has window_right %d, attention_chunk_size %d, causal %s (expected "
+                             "window_right -1 or >= 0; chunk size 0 (off) or >= 1, only with causal)",
+                             backend, c->id, c->window_right, c->chunk_size, c->causal ? "true" : "false");
+    /* qo_len > kv_len is allowed: the first qo_len - kv_len rows sit at
+     * p < 0 and see no key (output 0, LSE -inf) */
     for (int r = 0; r < c->num_requests; r++)
-        if (c->qo_len[r] < 0 || c->kv_len[r] < c->qo_len[r])
+        if (c->qo_len[r] < 0 || c->kv_len[r] < 0)
             return swa_error_set(err, SWA_ERR_INVALID,
-                                 "%s: case %s request %d has qo_len %d, kv_len %d (expected 0 <= qo_len "
-                                 "<= kv_len)",
+                                 "%s: case %s request %d has qo_len %d, kv_len %d (expected both >= 0)",
                                  backend, c->id, r, c->qo_len[r], c->kv_len[r]);
     return SWA_OK;
 }

@@ -117,9 +117,12 @@ static swa_status prefill_fill(const swa_case *c, const swa_plan_opts *o, swa_pr
         p->run_window_left = c->window_left;
     } else {
         p->window_left = c->window_left;
-        p->mask_window = c->window_left >= 0;
+        p->mask_window = c->window_left >= 0 || (!c->causal && c->window_right >= 0) || c->chunk_size > 0;
         p->run_window_left = c->window_left;
     }
+    /* a causal row's right edge is p itself: R = 0 whatever the case says */
+    p->window_right = c->causal ? 0 : c->window_right;
+    p->chunk_size = c->chunk_size;
 
     if (!(p->qo_indptr = swa_plan_calloc((size_t)B + 1, sizeof(int), BACKEND, err)) ||
         !(p->kv_indptr = swa_plan_calloc((size_t)B + 1, sizeof(int), BACKEND, err)) ||

@@ -65,7 +65,8 @@ typedef struct swa_case {
 
     int num_requests;
     int *qo_len;               /* [num_requests], owned */
-    int *kv_len;               /* [num_requests], owned; kv_len >= qo_len */
+    int *kv_len;               /* [num_requests], owned; kv_len >= 1; prefill may have
+                                * qo_len > kv_len (rows at p < 0 see no key) */
 
     int num_qo_heads, num_kv_heads, head_dim;
     swa_dtype dtype;
@@ -74,6 +75,9 @@ typedef struct swa_case {
     swa_kv_mode kv_mode;       /* prefill: paged (default) or ragged */
     bool causal;
     int window_left;           /* -1: no window; L >= 0: keys [p-L, p] */
+    int window_right;          /* -1: unbounded; R >= 0: keys k <= p+R (causal: 0) */
+    int chunk_size;            /* 0: off; C >= 1: chunked local attention, keys
+                                * [floor(p/C)*C, p] (causal only, window_left -1) */
     double soft_cap;           /* 0: none */
     double sm_scale;           /* resolved: default 1/sqrt(head_dim) */
     unsigned backends;         /* SWA_BACKEND_* flags */

@@ -159,9 +159,9 @@ static swa_status check_case(const swa_case *c, swa_error *err)
                              c->id, c->head_dim, c->page_size);
     long long total_qo = 0, total_kv = 0;
     for (int r = 0; r < c->num_requests; r++) {
-        if (c->qo_len[r] < 1 || c->kv_len[r] < c->qo_len[r])
-            return swa_error_set(err, SWA_ERR_INVALID, "case %s: request %d: expected 1 <= qo_len <= kv_len, got %d and %d",
-                                 c->id, r, c->qo_len[r], c->kv_len[r]);
+        if (c->qo_len[r] < 1 || c->kv_len[r] < 1) /* qo_len > kv_len: rows at p < 0, empty */
+            return swa_error_set(err, SWA_ERR_INVALID, "case %s: request %d: expected qo_len >= 1 and kv_len >= 1, got "
+                                 "%d and %d", c->id, r, c->qo_len[r], c->kv_len[r]);
         total_qo += c->qo_len[r];
         total_kv += c->kv_len[r];
     }
@@ -220,10 +220,17 @@ typedef struct edge_band {
 
 static edge_band edge_band_of(const swa_case *c, int r)
 {
-    const long long qo = c->qo_len[r], kv = c->kv_len[r], L = c->window_left;
+    const long long qo = c->qo_len[r], kv = c->kv_len[r], L = c->window_left, C = c->chunk_size;
     /* e_hi: the last row's first visible key; e_lo: the first row's first
-     * invisible key.  No window: key 0 is every row's edge. */
+     * invisible key.  No window: key 0 is every row's edge.  Chunked: the
+     * rows' first keys are the chunk starts floor(p/C)*C, from the first
+     * row's chunk (p clamped at 0) to the last row's. */
     long long e_hi = L >= 0 ? kv - 1 - L : 0, e_lo = L >= 0 ? kv - qo - L - 1 : -1;
+    if (C > 0) {
+        long long p0 = kv - qo > 0 ? kv - qo : 0;
+        e_hi = (kv - 1) - (kv - 1) % C;
+        e_lo = p0 - p0 % C - 1;
+    }
     double scale = c->sm_scale < 0 ? -c->sm_scale : c->sm_scale;
     double delta = EDGE_DELTA;
     /* fp16 must hold 64 * c_h: c_h <= 1023 */

@@ -1,7 +1,7 @@
 /* case_expand.c — expands the sweep axes of a read case into swa_case
  * records (cartesian product, file order, last axis fastest), names them,
- * checks what depends on several keys together (kv_len >= qo_len, heads,
- * decode rows, CUDA-graph batch sizes), rejects duplicate ids, and holds
+ * checks what depends on several keys together (window kinds against causal,
+ * heads, decode rows, CUDA-graph batch sizes), rejects duplicate ids, and holds
  * the entry point swa_case_parse.  Reading and validating one case object
  * is harness/case_load.c; the format is documented there and in
  * cases/schema/case.schema.json.
@@ -275,8 +275,8 @@ static int expand_one(expander *ex)
         const int *ax = &cs->request_axis[r * R_FIELDS];
         long long qo = pick_value(ex, ax[R_QO_LEN])->i, kv = pick_value(ex, ax[R_KV_LEN])->i;
         long long count = ax[R_COUNT] < 0 ? 1 : pick_value(ex, ax[R_COUNT])->i;
-        if (kv < qo)
-            return fail_at_pick(ex, ax[R_KV_LEN], id, "expected kv_len >= qo_len (%lld), got %lld", qo, kv);
+        /* kv_len < qo_len is allowed (prefill only: decode rows are 1 <= kv_len):
+         * the first qo_len - kv_len rows sit at p < 0 and see no key */
         if ((cs->backends & decode_mask) && qo != 1)
             return fail_at_pick(ex, ax[R_QO_LEN], id,
                                 "expected qo_len 1 (backends %s decode one query row per request), got %lld",
@@ -305,6 +305,26 @@ static int expand_one(expander *ex)
         return fail_at_pick(ex, cs->field_axis[F_KV_MODE], id,
                             "expected \"paged\": \"ragged\" is a prefill mode and backends lists %s",
                             backend_list_text(cs->backends, decode_mask, names, sizeof names));
+
+    /* the window kinds: right bound and chunk size against causal and window_left */
+    const value *causal_v = field_value(ex, F_CAUSAL);
+    const value *left_v = field_value(ex, F_WINDOW_LEFT);
+    const value *right_v = field_value(ex, F_WINDOW_RIGHT);
+    const value *chunk_v = field_value(ex, F_ATTENTION_CHUNK_SIZE);
+    bool causal = causal_v ? causal_v->i != 0 : true;
+    if (causal && right_v && right_v->i > 0)
+        return fail_at_pick(ex, cs->field_axis[F_WINDOW_RIGHT], id,
+                            "expected window_right 0 or -1 with causal true (a causal row sees no key right of "
+                            "itself; a two-sided band [p-L, p+R] needs \"causal\": false), got %lld",
+                            right_v->i);
+    if (chunk_v && !causal)
+        return fail_at_pick(ex, cs->field_axis[F_ATTENTION_CHUNK_SIZE], id,
+                            "expected attention_chunk_size only with causal true (chunked local attention is "
+                            "defined for causal rows: [floor(p/C)*C, p]), got causal false");
+    if (chunk_v && left_v->i >= 0)
+        return fail_at_pick(ex, cs->field_axis[F_ATTENTION_CHUNK_SIZE], id,
+                            "expected window_left -1 with attention_chunk_size (the chunk is the window; a "
+                            "sliding window inside a chunk is not defined), got window_left %lld", left_v->i);
 
     const value *graph = field_value(ex, F_CUDA_GRAPH);
     const value *capture = field_value(ex, F_GRAPH_CAPTURE_REQUESTS);
@@ -361,7 +381,10 @@ static int expand_one(expander *ex)
     c.layout = (v = field_value(ex, F_LAYOUT)) ? (swa_layout)v->i : SWA_LAYOUT_NHD;
     c.kv_mode = kv_mode ? (swa_kv_mode)kv_mode->i : SWA_KV_PAGED;
     c.causal = (v = field_value(ex, F_CAUSAL)) ? v->i != 0 : true;
-    c.window_left = (int)field_value(ex, F_WINDOW_LEFT)->i;
+    c.window_left = (int)left_v->i;
+    /* causal: R = -1 and R = 0 mean the same, the record holds 0 */
+    c.window_right = causal ? 0 : right_v ? (int)right_v->i : -1;
+    c.chunk_size = chunk_v ? (int)chunk_v->i : 0;
     c.soft_cap = (v = field_value(ex, F_SOFT_CAP)) ? v->d : 0.0;
     c.sm_scale = (v = field_value(ex, F_SM_SCALE)) ? v->d : 1.0 / sqrt((double)c.head_dim);
     c.backends = cs->backends;

@@ -242,6 +242,10 @@ static cJSON *case_to_json(const swa_case *c)
     cJSON_AddStringToObject(o, "kv_mode", c->kv_mode == SWA_KV_RAGGED ? "ragged" : "paged");
     cJSON_AddBoolToObject(o, "causal", c->causal);
     cJSON_AddNumberToObject(o, "window_left", c->window_left);
+    if (!c->causal)
+        cJSON_AddNumberToObject(o, "window_right", c->window_right);
+    if (c->chunk_size > 0)
+        cJSON_AddNumberToObject(o, "attention_chunk_size", c->chunk_size);
     cJSON_AddNumberToObject(o, "soft_cap", c->soft_cap);
     cJSON_AddNumberToObject(o, "sm_scale", c->sm_scale);
     cJSON *backends = cJSON_AddArrayToObject(o, "backends");

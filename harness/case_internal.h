@@ -24,6 +24,10 @@
  * before and overflowed `window_left + 1` in backends/plan.h
  * (swa_aiter_sliding_window) and in harness/explain.c. */
 #define MAX_WINDOW_LEFT (1 << 30)
+/* window_right shares the bound (p + R + 1 stays inside int); a chunk size
+ * is at most the longest request (a larger chunk is the causal mask). */
+#define MAX_WINDOW_RIGHT MAX_WINDOW_LEFT
+#define MAX_CHUNK_SIZE MAX_TOKENS
 /* Scalars a fp32 kernel can hold and still be judged (README, "Adding a
  * case file"; the schema says the same).  soft_cap: 0 (none) or in
  * [1e-3, 1e4]: below, c * tanh(s / c) squashes every logit to +-c (and s / c
@@ -53,7 +57,8 @@ typedef enum { K_INT, K_U64, K_NUM, K_BOOL, K_ENUM, K_SPECIAL } key_kind;
 
 typedef enum {
     F_NAME, F_DESCRIPTION, F_REQUESTS, F_NUM_QO_HEADS, F_NUM_KV_HEADS, F_HEAD_DIM, F_DTYPE,
-    F_PAGE_SIZE, F_LAYOUT, F_KV_MODE, F_CAUSAL, F_WINDOW_LEFT, F_SOFT_CAP, F_SM_SCALE,
+    F_PAGE_SIZE, F_LAYOUT, F_KV_MODE, F_CAUSAL, F_WINDOW_LEFT, F_WINDOW_RIGHT, F_ATTENTION_CHUNK_SIZE,
+    F_SOFT_CAP, F_SM_SCALE,
     F_BACKENDS, F_TOLERANCE, F_DATA, F_SEED, F_CUDA_GRAPH, F_GRAPH_CAPTURE_REQUESTS,
     F_RETURN_LSE, F_EXPECT_ERROR, F_COUNT
 } field_id;

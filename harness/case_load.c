@@ -55,6 +55,11 @@ const key_spec swa_case_keys[F_COUNT] = {
     [F_CAUSAL] = {"causal", K_BOOL, false, 0, 0, NULL, 0, NULL, false, NULL},
     [F_WINDOW_LEFT] = {"window_left", K_INT, true, -1, MAX_WINDOW_LEFT, NULL, 0, NULL, false,
                        "an integer in [-1, 1073741824]: keys [p-L, p] are visible, -1 for no window"},
+    [F_WINDOW_RIGHT] = {"window_right", K_INT, false, -1, MAX_WINDOW_RIGHT, NULL, 0, NULL, false,
+                        "an integer in [-1, 1073741824]: keys k <= p+R are visible, -1 for no right bound"},
+    [F_ATTENTION_CHUNK_SIZE] = {"attention_chunk_size", K_INT, false, 1, MAX_CHUNK_SIZE, NULL, 0, NULL, false,
+                                "an integer in [1, 16777216]: chunked local attention, keys "
+                                "[floor(p/C)*C, p] are visible"},
     [F_SOFT_CAP] = {"soft_cap", K_NUM, false, 0, 0, NULL, 0, NULL, false, NULL, SOFT_CAP_MIN, SOFT_CAP_MAX, true},
     [F_SM_SCALE] = {"sm_scale", K_NUM, false, 0, 0, NULL, 0, NULL, true, NULL, SM_SCALE_MIN, SM_SCALE_MAX, false},
     [F_BACKENDS] = {"backends", K_SPECIAL, true, 0, 0, NULL, 0, NULL, false,

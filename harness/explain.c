@@ -125,6 +125,28 @@ static int build_hypotheses(const swa_case *c, unsigned kind, hypothesis *h, int
             h[n - 1].mask.anchor_request_start = true;
         }
     }
+    /* the window kinds: only backends that take them (prefill for R; prefill
+     * and decode_fa2 for chunks) can lose them */
+    if (!c->causal && c->window_right >= 0 && (kind & (CAN_PREFILL | CAN_GENERIC))) {
+        ADD("right_bound_ignored", "right bound dropped: the kernel ran without window_right = %d, so every "
+            "non-causal row sees all keys right of itself (the plan took R, the kernel never got it)",
+            c->window_right);
+        h[n - 1].c.window_right = -1;
+        h[n - 1].mask.window_right = -1;
+    }
+    if (c->chunk_size > 0 && (kind & (CAN_PREFILL | CAN_FA2 | CAN_GENERIC))) {
+        ADD("chunk_as_window", "chunked attention run as a sliding window: keys [p - %d, p] (window_left = "
+            "C - 1) instead of the row's chunk [floor(p/%d)*%d, p]", c->chunk_size - 1, c->chunk_size,
+            c->chunk_size);
+        h[n - 1].c.chunk_size = 0;
+        h[n - 1].c.window_left = c->chunk_size - 1;
+        h[n - 1].mask.chunk_size = 0;
+        h[n - 1].mask.window_left = c->chunk_size - 1;
+        ADD("no_chunk", "chunk mask dropped: plain causal attention instead of the row's chunk "
+            "[floor(p/%d)*%d, p]", c->chunk_size, c->chunk_size);
+        h[n - 1].c.chunk_size = 0;
+        h[n - 1].mask.chunk_size = 0;
+    }
     if (prefix && rows_placed) {
         ADD("top_left", "top-left alignment: query row i placed at position i instead of kv_len - qo_len + i");
         h[n - 1].mask.align = SWA_ALIGN_TOP_LEFT;

@@ -787,15 +787,24 @@ static void put_case(FILE *f, const swa_result *r, const char *anchor, bool open
         esc(f, r->warnings);
         fputs("</div>\n", f);
     }
-    fprintf(f, "<p class=\"caption\">%d request%s, %d query rows, %d qo / %d kv heads, head_dim %d, window_left %d · "
-               "case file <code>",
+    fprintf(f, "<p class=\"caption\">%d request%s, %d query rows, %d qo / %d kv heads, head_dim %d, %s, window_left %d",
             r->num_requests, r->num_requests == 1 ? "" : "s", r->total_qo, r->num_qo_heads, r->num_kv_heads, r->head_dim,
-            r->window_left);
+            r->causal ? "causal" : "non-causal", r->window_left);
+    if (!r->causal)
+        fprintf(f, ", window_right %d", r->window_right);
+    if (r->chunk_size > 0)
+        fprintf(f, ", attention_chunk_size %d", r->chunk_size);
+    fputs(" · case file <code>", f);
     esc(f, r->file);
     fprintf(f, "</code> · %.3f s", r->duration);
-    if (r->window_left >= 0)
+    if (r->window_left >= 0 && r->causal)
         fprintf(f, "<br>Window: a query at position p sees keys [p − %d, p]; the window binds (cuts keys off) from "
                    "p = %lld on.", r->window_left, (long long)r->window_left + 1); /* a read-back report may hold INT_MAX */
+    else if (!r->causal && (r->window_left >= 0 || r->window_right >= 0))
+        fprintf(f, "<br>Band: a query at position p sees keys [%s, %s] (clipped to the request's keys).",
+                r->window_left >= 0 ? "p − L" : "0", r->window_right >= 0 ? "p + R" : "kv_len − 1");
+    if (r->chunk_size > 0)
+        fprintf(f, "<br>Chunked: a query at position p sees keys [⌊p / %d⌋ · %d, p].", r->chunk_size, r->chunk_size);
     fputs("</p>\n", f);
 
     if (r->has_compare) {

@@ -329,6 +329,9 @@ void swa_result_init(const swa_run_config *cfg_in, const swa_case *c, const char
     r->num_kv_heads = c->num_kv_heads;
     r->head_dim = c->head_dim;
     r->window_left = c->window_left;
+    r->window_right = c->window_right;
+    r->chunk_size = c->chunk_size;
+    r->causal = c->causal;
     swa_reproduce_command(&cfg, c, backend, r->reproduce, sizeof r->reproduce);
 }
 

@@ -118,6 +118,7 @@ static int bench_case_make(bench_case *b, const bench_shape *s)
     c->dtype = in->dtype = s->dtype;
     c->causal = s->causal;
     c->window_left = s->window_left;
+    c->window_right = s->causal ? 0 : -1;
     c->sm_scale = 1.0 / sqrt((double)s->head_dim);
     in->total_qo = in->qo_indptr[B];
     in->total_kv = in->kv_indptr[B];

@@ -35,6 +35,10 @@ swa_status swa_reference_naive(const swa_case *c, const swa_inputs *in, double *
                 last = p;
             if (c->window_left >= 0 && p - c->window_left > first)
                 first = p - c->window_left;
+            if (!c->causal && c->window_right >= 0 && p + c->window_right < last)
+                last = p + c->window_right;
+            if (c->chunk_size > 0 && p >= 0 && p - p % c->chunk_size > first)
+                first = p - p % c->chunk_size;
             for (int h = 0; h < Hq; h++) {
                 const size_t qrow = (size_t)in->qo_indptr[r] + i;
                 const float *q = in->q + (qrow * Hq + h) * D;

@@ -15,6 +15,8 @@ swa_ref_mask swa_ref_mask_spec(const swa_case *c)
     swa_ref_mask m;
     memset(&m, 0, sizeof m);
     m.window_left = c->window_left;
+    m.window_right = c->causal ? -1 : c->window_right; /* causal rows end at p anyway */
+    m.chunk_size = c->chunk_size;
     m.align = SWA_ALIGN_BOTTOM_RIGHT;
     m.anchor_request_start = false;
     m.tile_rows = 0;
@@ -29,6 +31,13 @@ swa_status ref_mask_validate(const swa_ref_mask *m, swa_error *err)
         return swa_error_set(err, SWA_ERR_INVALID,
                              "reference mask: window_left = %d; expected -1 (no window) or >= 0",
                              m->window_left);
+    if (m->window_right < -1)
+        return swa_error_set(err, SWA_ERR_INVALID,
+                             "reference mask: window_right = %d; expected -1 (no right bound) or >= 0",
+                             m->window_right);
+    if (m->chunk_size < 0)
+        return swa_error_set(err, SWA_ERR_INVALID,
+                             "reference mask: chunk_size = %d; expected 0 (off) or >= 1", m->chunk_size);
     if (m->align != SWA_ALIGN_BOTTOM_RIGHT && m->align != SWA_ALIGN_TOP_LEFT)
         return swa_error_set(err, SWA_ERR_INVALID,
                              "reference mask: align = %d; expected SWA_ALIGN_BOTTOM_RIGHT (0) or "
@@ -64,6 +73,9 @@ void ref_row_span_compute(const swa_ref_mask *m, bool causal, double soft_cap, i
     /* one past the last key the row may see; the causal bound is kept by
      * every variant (no kernel in scope compiles causality out) */
     int end = causal ? ref_clamp_key(p + 1, kv_len) : kv_len;
+    /* right bound of a non-causal band: keys up to p + R */
+    if (!causal && m->window_right >= 0)
+        end = ref_clamp_key(p + m->window_right + 1, kv_len);
     int L = m->window_left;
     long long begin;
 
@@ -83,6 +95,12 @@ void ref_row_span_compute(const swa_ref_mask *m, bool causal, double soft_cap, i
             begin = (long long)kv_len - qo_len - L; /* prefix_len - L, the same for every row */
         else
             begin = p - L;
+        /* chunked local attention: from the first key of p's chunk */
+        if (m->chunk_size > 0 && p >= 0) {
+            long long chunk_first = p / m->chunk_size * m->chunk_size;
+            if (chunk_first > begin)
+                begin = chunk_first;
+        }
         span->visible_begin = ref_clamp_key(begin, kv_len);
         span->visible_end = end;
         if (m->softcap_before_mask && soft_cap > 0 && L >= 0) {

@@ -8,10 +8,12 @@
  * Variants (swa_ref_mask) are hypotheses for `explain`: they describe a
  * mask that a buggy kernel might have applied instead of the spec's.
  *
- * Requests with qo_len > kv_len (not valid case files) are accepted and
- * follow the same formula: causal rows at p < 0 see no key.  With
- * kv_len >= qo_len no row is empty under any mask here (see
- * tests/test_reference.c, empty_rows_zero_and_minus_inf).
+ * Requests with qo_len > kv_len (prefill case files may ask for them)
+ * follow the same formula: causal rows at p < 0 see no key.  Rows can also
+ * be empty under a two-sided band (non-causal window_right) that lies past
+ * the request's keys; every empty row gets output 0 and LSE -inf (see
+ * tests/test_reference.c, empty_rows_zero_and_minus_inf, and
+ * tests/test_window_kinds.c).
  *
  * Threads: one computation at a time per process (calls are serialised);
  * inside, worker threads share (request, kv head, block of rows) items and
@@ -34,6 +36,8 @@ typedef enum {
 
 typedef struct swa_ref_mask {
     int window_left;            /* -1 none; normally the case's */
+    int window_right;           /* -1 none; R >= 0: non-causal rows see k <= p + R */
+    int chunk_size;             /* 0 none; C >= 1: rows see k >= floor(p/C)*C */
     swa_ref_align align;
     bool anchor_request_start;  /* bug class 5: window start = prefix_len - L for every row */
     /* bug class 1: mask compiled out, only a tile-granular KV-start skip

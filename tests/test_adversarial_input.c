@@ -346,9 +346,12 @@ ParameterizedTestParameters(adversarial_input, validate_and_run_agree)
         {"sm_scale 0", "", PLAIN(WINDOW ", \"sm_scale\": 0"), 2},
         {"window_left INT_MAX", "", PLAIN(", \"window_left\": 2147483647"), 2},
         {"tensors over the cap", "SWADIFF_MAX_CASE_BYTES=1000 ", PLAIN(WINDOW), 2},
-        {"kv_len below qo_len", "",
+        {"window_right with causal", "",
          "{\"name\": \"d\", \"requests\": [{\"qo_len\": 5, \"kv_len\": 4}], \"num_qo_heads\": 2, \"num_kv_heads\": 1,"
-         " \"head_dim\": 64, \"dtype\": \"fp16\", \"window_left\": 1, \"backends\": [\"prefill\"]}", 2},
+         " \"head_dim\": 64, \"dtype\": \"fp16\", \"window_left\": 1, \"window_right\": 1, \"backends\": [\"prefill\"]}", 2},
+        {"chunk with window_left", "",
+         "{\"name\": \"d\", \"requests\": [{\"qo_len\": 5, \"kv_len\": 4}], \"num_qo_heads\": 2, \"num_kv_heads\": 1,"
+         " \"head_dim\": 64, \"dtype\": \"fp16\", \"window_left\": 1, \"attention_chunk_size\": 4, \"backends\": [\"prefill\"]}", 2},
     };
     return cr_make_param_array(struct agree, params, sizeof params / sizeof params[0]);
 }

@@ -10,6 +10,7 @@
 #ifndef SWADIFF_TEST_BACKEND_FIXTURE_H
 #define SWADIFF_TEST_BACKEND_FIXTURE_H
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,9 @@ typedef struct fx_spec {
     swa_kv_mode kv_mode;
     bool noncausal;
     int window_left;                          /* always given */
+    bool right_set;                           /* window_right given (else -1 non-causal) */
+    int window_right;
+    int chunk_size;                           /* 0: off */
     double soft_cap;
     uint64_t seed;
     bool cuda_graph;
@@ -79,6 +83,8 @@ static inline void fx_case_init(swa_case *c, const fx_spec *s)
     c->kv_mode = s->kv_mode;
     c->causal = !s->noncausal;
     c->window_left = s->window_left;
+    c->window_right = c->causal ? 0 : s->right_set ? s->window_right : -1;
+    c->chunk_size = s->chunk_size;
     c->soft_cap = s->soft_cap;
     c->sm_scale = 1.0 / sqrt((double)c->head_dim);
     c->backends = 0xf;
@@ -239,7 +245,7 @@ static inline void fx_reference_variant(const swa_case *c, const swa_inputs *in,
                 int row = in->qo_indptr[r] + i, hk = h / group;
                 long prefix = (long)c->kv_len[r] - c->qo_len[r];
                 long p = v->top_left ? i : prefix + i;
-                long left = 0;
+                long left = 0, right = c->causal ? p : (c->window_right >= 0 ? p + c->window_right : LONG_MAX);
                 if (L >= 0 && v->tile_rows > 0) {
                     long pr0 = ((long)i * group + h % group) / v->tile_rows * v->tile_rows;
                     long i_first = pr0 / group;
@@ -249,10 +255,12 @@ static inline void fx_reference_variant(const swa_case *c, const swa_inputs *in,
                 } else if (L >= 0) {
                     left = (v->anchor_request ? prefix : p) - L;
                 }
+                if (c->chunk_size > 0 && p >= 0 && p / c->chunk_size * c->chunk_size > left)
+                    left = p / c->chunk_size * c->chunk_size;
                 const float *q = in->q + ((size_t)row * Hq + h) * D;
                 double mx = -INFINITY;
                 for (int k = 0; k < c->kv_len[r]; k++) {
-                    bool visible = (!c->causal || k <= p) && k >= left;
+                    bool visible = k <= right && k >= left;
                     if (!visible) {
                         w[k] = -INFINITY;
                         continue;

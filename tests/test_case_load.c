@@ -54,8 +54,16 @@ ParameterizedTestParameters(case_load, malformed_file_is_located)
          "expected one of 64, 96, 128, 256, got 80"},
         {"invalid_json.json", 4, 3, "/requests",
          "invalid JSON: expected ',' or '}' after a member, got '\"'"},
-        {"kv_less_than_qo.json", 7, 17, "/requests/1/kv_len",
-         "expected kv_len >= qo_len (6), got 4"},
+        {"causal_window_right.json", 9, 23, "/window_right/1",
+         "expected window_right 0 or -1 with causal true (a causal row sees no key right of itself; a two-sided "
+         "band [p-L, p+R] needs \"causal\": false), got 2 (in the sweep case causal_window_right/prefill_band:"
+         "window_right=2)"},
+        {"chunk_noncausal.json", 10, 27, "/attention_chunk_size",
+         "expected attention_chunk_size only with causal true (chunked local attention is defined for causal "
+         "rows: [floor(p/C)*C, p]), got causal false"},
+        {"chunk_with_window_left.json", 9, 27, "/attention_chunk_size",
+         "expected window_left -1 with attention_chunk_size (the chunk is the window; a sliding window inside a "
+         "chunk is not defined), got window_left 4"},
         {"layout_lowercase.json", 5, 13, "/layout",
          "expected one of \"NHD\", \"HND\", got \"nhd\""},
         {"leading_zero.json", 3, 40, "/requests/0/kv_len",
@@ -86,6 +94,8 @@ ParameterizedTestParameters(case_load, malformed_file_is_located)
          "expected a backend name (\"prefill\", \"decode_fa2\", \"decode_aiter\" or \"decode_auto\"), got \"triton\""},
         {"unknown_key.json", 8, 3, "/windowleft",
          "unknown key \"windowleft\"; did you mean \"window_left\"?"},
+        {"window_right_below_minus_one.json", 10, 19, "/window_right",
+         "expected an integer in [-1, 1073741824], got -2"},
         {"window_below_minus_one.json", 5, 23, "/window_left/1",
          "expected an integer in [-1, 1073741824], got -2"},
         {"wrong_type.json", 4, 19, "/num_qo_heads",
@@ -117,7 +127,7 @@ ParameterizedTest(struct bad_file *p, case_load, malformed_file_is_located)
 /* The one-line form the command line prints. */
 Test(case_load, error_format_is_file_line_column_pointer_message)
 {
-    const char *text = "{\n  \"name\": \"x\",\n  \"requests\": [{\"qo_len\": 6, \"kv_len\": 4}],\n"
+    const char *text = "{\n  \"name\": \"x\",\n  \"requests\": [{\"qo_len\": 6, \"kv_len\": 0}],\n"
                        "  \"num_qo_heads\": 4, \"num_kv_heads\": 1, \"head_dim\": 64, \"dtype\": \"fp16\",\n"
                        "  \"window_left\": 4, \"backends\": [\"prefill\"]\n}\n";
     swa_case_list list = {NULL, 0};
@@ -125,7 +135,7 @@ Test(case_load, error_format_is_file_line_column_pointer_message)
     cr_assert_eq(swa_case_parse("bad.json", text, strlen(text), &list, &err), -1);
     char buf[1024];
     swa_load_error_format(&err, buf, sizeof buf);
-    cr_expect_str_eq(buf, "bad.json:3:40: /requests/0/kv_len: expected kv_len >= qo_len (6), got 4", "got %s", buf);
+    cr_expect_str_eq(buf, "bad.json:3:40: /requests/0/kv_len: expected an integer in [1, 16777216], got 0", "got %s", buf);
 }
 
 /* A failing file leaves earlier cases of the list alone. */

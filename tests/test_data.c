@@ -228,6 +228,7 @@ Test(data, poison_marks_exactly_the_invisible_keys)
             c.kv_len = kv;
             c.causal = causal;
             c.window_left = windows[w];
+            c.window_right = causal ? 0 : -1;
             swa_inputs in;
             swa_error err;
             cr_assert_eq(swa_inputs_create(&c, &in, &err), SWA_OK, "%s", err.message);
@@ -304,8 +305,8 @@ Test(data, host_bytes_covers_the_allocations)
 Test(data, invalid_case_is_an_error_not_a_crash)
 {
     swa_case c = small_case(SWA_DTYPE_FP16, SWA_DIST_NORMAL, 0);
-    int bad_kv[3] = {2, 9, 8};
-    c.kv_len = bad_kv; /* request 0: qo 3 > kv 2 */
+    int bad_kv[3] = {0, 9, 8};
+    c.kv_len = bad_kv; /* request 0: no key (qo_len > kv_len >= 1 is valid: empty rows) */
     swa_inputs in;
     swa_error err;
     cr_expect_eq(swa_inputs_create(&c, &in, &err), SWA_ERR_INVALID);

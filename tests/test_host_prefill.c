@@ -214,7 +214,7 @@ Test(host_prefill, rows_without_visible_keys_give_zero_and_minus_inf)
 
     /* partials: slot 0 empty, slot 1 holds a real state */
     float o_part[2 * D], lse_part[2];
-    host_row_store_partial(&row, 0, 1, D, o_part, lse_part);
+    host_row_store_partial(&row, 0, 1, D, o_part, lse_part, SWA_MUTANT_NONE);
     cr_expect(isinf(lse_part[0]) && lse_part[0] < 0 && o_part[0] == 0.0f);
     float acc[D];
     host_merge_row(o_part, lse_part, 0, 1, 1, 0, 1, D, SWA_DTYPE_FP16, 0, out, &lse, SWA_MUTANT_NONE, acc);

@@ -50,7 +50,7 @@ static void expect_chunks_cover_window(const swa_decode_fa2_plan *p, const fx *f
 {
     for (int r = 0; r < p->num_requests; r++) {
         int kv_len = f->c.kv_len[r];
-        int ws = swa_decode_window_start(kv_len, p->window_left);
+        int ws = swa_decode_window_start(kv_len, p->window_left, p->chunk_size, SWA_MUTANT_NONE);
         int base = ws - ws % p->page_size;
         int n = p->req_num_chunks[r];
         int covered_end = swa_imin(base + n * p->kv_chunk_size, kv_len);
@@ -79,7 +79,7 @@ Test(plan_decode, fa2_splits_long_windows_on_small_batches)
     cr_expect_leq((long)p->num_work * 2, 132, "%d items x 2 heads overfill", p->num_work);
     cr_expect_eq(p->grid_work, p->num_work, "no padding outside graph mode");
     /* request 0: window start 3000-1-1023 = 1976, pages before 1968 never loaded */
-    int ws = swa_decode_window_start(3000, 1023);
+    int ws = swa_decode_window_start(3000, 1023, 0, SWA_MUTANT_NONE);
     cr_expect_eq(ws, 1976);
     cr_expect_eq(swa_decode_chunk_base(ws, 16, SWA_MUTANT_NONE), 1968, "first key loaded");
     cr_expect_eq(swa_decode_chunk_base(ws, 16, SWA_MUTANT_WINDOW_PAGE_CROSS), 1984, "the mutant rounds up");

@@ -96,16 +96,16 @@ Test(plan_prefill, kv_begin_is_the_tiles_window_start_aligned_down)
     for (int tile = 0; tile < 2; tile++) {
         int i_first = tile * p->cta_tile_q / p->group_size;
         int p_first = swa_query_pos(kv[0], qo[0], i_first, p->mutant);
-        int kb = swa_prefill_kv_begin(0, swa_window_anchor(p_first, kv[0], qo[0], p->mutant), p->run_window_left,
-                                      p->cta_tile_kv);
+        int kb = swa_prefill_kv_begin(0, p_first, swa_window_anchor(p_first, kv[0], qo[0], p->mutant),
+                                      p->run_window_left, 0, p->cta_tile_kv, SWA_MUTANT_NONE);
         cr_expect_eq(kb, expected[tile], "tile %d: first key %d, expected %d", tile, kb, expected[tile]);
     }
     /* no window: every tile starts at key 0 */
-    cr_expect_eq(swa_prefill_kv_begin(0, 928, -1, 64), 0);
+    cr_expect_eq(swa_prefill_kv_begin(0, 928, 928, -1, 0, 64, SWA_MUTANT_NONE), 0);
     /* a chunk that starts after the window start keeps its own begin */
-    cr_expect_eq(swa_prefill_kv_begin(896, 928, 100, 64), 896);
+    cr_expect_eq(swa_prefill_kv_begin(896, 928, 928, 100, 0, 64, SWA_MUTANT_NONE), 896);
     /* window 0 at position 70: key 70 -> tile start 64 */
-    cr_expect_eq(swa_prefill_kv_begin(0, 70, 0, 64), 64);
+    cr_expect_eq(swa_prefill_kv_begin(0, 70, 70, 0, 0, 64, SWA_MUTANT_NONE), 64);
     swa_prefill_plan_free(p);
     fx_case_free(&c);
 }
@@ -215,8 +215,10 @@ Test(plan_prefill, bad_shapes_are_reported)
     swa_case c = plan_case(1, qo, kv, 4, 4, 64, 4);
     swa_prefill_plan *p = NULL;
     swa_error err = {0};
+    c.chunk_size = 4;
+    c.causal = false; /* chunked attention is defined for causal rows only */
     cr_expect_eq(swa_prefill_plan_build(&c, NULL, &p, &err), SWA_ERR_INVALID);
-    cr_expect(strstr(err.message, "request 0 has qo_len 12, kv_len 5") != NULL, "message was: %s", err.message);
+    cr_expect(strstr(err.message, "attention_chunk_size 4, causal false") != NULL, "message was: %s", err.message);
     cr_expect_null(p);
     fx_case_free(&c);
     int qo2[] = {4}, kv2[] = {8};

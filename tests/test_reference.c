@@ -70,6 +70,7 @@ static void tcase_make(tcase *t, int num_requests, const int *qo_len, const int 
     c->dtype = dtype;
     c->causal = causal;
     c->window_left = window_left;
+    c->window_right = causal ? 0 : -1;
     c->soft_cap = soft_cap;
     c->sm_scale = 1.0 / sqrt((double)head_dim);
     c->seed = seed;
@@ -389,6 +390,7 @@ Test(reference_mask, spans_match_element_predicate)
                             if (extra == 33) kv = qo / 2;
                             swa_ref_mask m = {0};
                             m.window_left = windows[wi];
+                            m.window_right = -1; /* right bounds and chunks: test_window_kinds.c */
                             m.align = variant & 1 ? SWA_ALIGN_TOP_LEFT : SWA_ALIGN_BOTTOM_RIGHT;
                             m.anchor_request_start = variant & 2;
                             m.softcap_before_mask = variant & 4;

@@ -59,6 +59,7 @@ static void lcase_make(lcase *t, int B, const int *qo, const int *kv, int hq, in
     c->dtype = in->dtype = dtype;
     c->causal = causal;
     c->window_left = L;
+    c->window_right = causal ? 0 : -1;
     c->soft_cap = cap;
     c->sm_scale = 1.0 / sqrt((double)D);
     in->total_qo = t->qo_indptr[B];

@@ -653,7 +653,7 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
 #pragma unroll
             for (int e = 0; e < 8; e++) acc[e] += src[e] * wgt;
         }
-        float inv = den == 0.f ? 0.f : 1.f / den; /* as the host: a NaN sum (poisoned key) stays NaN */
+        float inv = swa_state_inv_sum(den, prob.m); /* as the host: a NaN sum (poisoned key) stays NaN */
 #pragma unroll
         for (int e = 0; e < 8; e++) acc[e] *= inv;
         prob.write_row(row, c, acc, mmax, den);
@@ -726,11 +726,12 @@ __device__ __forceinline__ void swa_merge_row(const float *o_part, const float *
     if constexpr (PER % 2 == 0) {
 #pragma unroll
         for (int e = 0; e < PER; e += 2) {
-            float a = any ? acc[e] * inv : 0.f, b = any ? acc[e + 1] * inv : 0.f;
+            float none = 0.f * swa_state_inv_sum(0.f, m); /* 0; NaN under EMPTY_ROW_NAN */
+            float a = any ? acc[e] * inv : none, b = any ? acc[e + 1] * inv : none;
             *reinterpret_cast<uint32_t *>(out_row + lane * PER + e) = swa_dt<T>::pack(a, b);
         }
     } else { /* one dim per lane (head_dim 64 on a 64-lane wavefront) */
-        swa_store1(out_row + lane * PER, any ? acc[0] * inv : 0.f);
+        swa_store1(out_row + lane * PER, any ? acc[0] * inv : 0.f * swa_state_inv_sum(0.f, m));
     }
     if (lse_out && lane == 0) {
         float l = any ? lmax + log2f(wsum) : -CUDART_INF_F;

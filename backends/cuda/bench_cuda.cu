@@ -144,6 +144,7 @@ static void bench_case_init(swa_case *c, const bench_shape *b, int *qo, int *kv)
     c->kv_mode = SWA_KV_PAGED;
     c->causal = b->causal;
     c->window_left = b->window_left;
+    c->window_right = b->causal ? 0 : -1;
     c->sm_scale = 1.0 / sqrt((double)b->head_dim);
     c->seed = 1;
 }

@@ -402,6 +402,8 @@ swa_status swa_cuda_prefill_prepare(swa_cuda_inputs *d, const swa_prefill_plan *
     prm->kv_chunk_size = p->kv_chunk_size;
     prm->window_left = p->window_left;
     prm->run_window_left = p->run_window_left;
+    prm->window_right = p->window_right;
+    prm->chunk_size = p->chunk_size;
     prm->mutant = p->mutant;
     prm->causal = p->causal;
     prm->mask_window = p->mask_window;
@@ -505,6 +507,7 @@ swa_status swa_cuda_fa2_prepare(swa_cuda_inputs *d, const swa_decode_fa2_plan *p
     prm->num_pages = d->num_pages;
     prm->kv_chunk_size = p->kv_chunk_size;
     prm->window_left = p->window_left;
+    prm->chunk_size = p->chunk_size;
     prm->mutant = p->mutant;
     prm->split_kv = p->split_kv;
     prm->nhd = p->layout == SWA_LAYOUT_NHD;

@@ -53,6 +53,7 @@ typedef struct swa_cuda_prefill_params {
     int num_qo_heads, num_kv_heads, group_size, page_size;
     int cta_tile_q, cta_tile_kv, kv_chunk_size;
     int window_left, run_window_left, mutant;
+    int window_right, chunk_size;    /* R (-1 unbounded, 0 when causal), C (0 off) */
     int sub_tiles;                   /* CTAs per work item: cta_tile_q / rows per CTA */
     int page_shift;                  /* log2(page_size) when a power of two, else -1 (set by the launcher) */
     bool causal, mask_window, split_kv, ragged, nhd;
@@ -70,6 +71,7 @@ typedef struct swa_cuda_fa2_params {
     const int *scalars;              /* device: [0] num_work, [1] num_requests (graph mode reads these) */
     int num_qo_heads, num_kv_heads, group_size, page_size, num_pages;
     int kv_chunk_size, window_left, mutant;
+    int chunk_size;                  /* chunked local attention: C (0 off) */
     int row_blocks;                  /* ceil(group_size / 16) */
     int page_shift;                  /* log2(page_size) when a power of two, else -1 (set by the launcher) */
     bool split_kv, nhd;

@@ -53,12 +53,12 @@ template <int D, typename T, bool MUT> struct swa_fa2_prob {
         page_begin = p.kv_indptr[r];
         num_pages = p.kv_indptr[r + 1] - page_begin;
         int kv_len = swa_paged_kv_len(num_pages, p.page_size, p.kv_last_page_len[r]);
-        int ws = swa_decode_window_start(kv_len, p.window_left);
+        int ws = swa_decode_window_start(kv_len, p.window_left, p.chunk_size, m);
         int base = swa_decode_chunk_base(ws, p.page_size, m);
         kv_begin = base + chunk * p.kv_chunk_size;
         kv_end = min(kv_begin + p.kv_chunk_size, kv_len);
         int pos = kv_len - 1;
-        window_lo = swa_mask_row_range(pos, pos, p.window_left, p.window_left >= 0, true, m).lo;
+        window_lo = swa_mask_row_range(pos, pos, p.window_left, -1, p.chunk_size, true, true, m).lo;
         return true;
     }
 

@@ -8,7 +8,8 @@
  * one row group with the keys split over 4 warps.  The KV range is the
  * plan's: the KV-start skip from run_window_left (aligned down to
  * cta_tile_kv, from the tile's first row), the causal end from the tile's
- * last row; the per-element window mask only when plan->mask_window.
+ * last row (plus window_right for a non-causal band); the per-element
+ * window / right-bound / chunk mask only when plan->mask_window.
  *
  * Test: tests/gpu_test_kernels.c (prefill paged/ragged, split, GQA, windows). */
 #include "backends/cuda/cuda_internal.cuh"
@@ -61,11 +62,11 @@ template <int D, bool MUT> struct swa_prefill_prob {
         int chunk_begin = p.split_kv ? chunk * p.kv_chunk_size : 0;
         int chunk_end = p.split_kv ? min(chunk_begin + p.kv_chunk_size, kv_len) : kv_len;
         /* KV range of the whole plan tile (a 128-row tile's two CTAs agree) */
-        int p_first = swa_query_pos(kv_len, qo_len, tile_begin / p.group_size, m);
+        int p_first = swa_query_pos(kv_len, qo_len, swa_tile_first_row(tile_begin, p.group_size, m), m);
         int p_last = swa_query_pos(kv_len, qo_len, (tile_end - 1) / p.group_size, m);
-        kv_begin = swa_prefill_kv_begin(chunk_begin, swa_window_anchor(p_first, kv_len, qo_len, m),
-                                        p.run_window_left, p.cta_tile_kv);
-        kv_end = swa_prefill_kv_end(chunk_end, p_last, p.causal);
+        kv_begin = swa_prefill_kv_begin(chunk_begin, p_first, swa_window_anchor(p_first, kv_len, qo_len, m),
+                                        p.run_window_left, p.chunk_size, p.cta_tile_kv, m);
+        kv_end = swa_prefill_kv_end(chunk_end, p_last, p.causal, p.window_right, m);
 
         if (p.ragged) ragged_base = ((long long)p.kv_indptr[r] * p.num_kv_heads + kvh) * D;
         else pages = p.page_indices + p.page_indptr[r];
@@ -90,7 +91,7 @@ template <int D, bool MUT> struct swa_prefill_prob {
         ri.q_off = ((long long)(q_row0 + i) * p.num_qo_heads + qo_head(packed)) * D;
         int pos = swa_query_pos(kv_len, qo_len, i, m);
         swa_key_range kr = swa_mask_row_range(pos, swa_window_anchor(pos, kv_len, qo_len, m), p.window_left,
-                                              p.mask_window, p.causal, m);
+                                              p.window_right, p.chunk_size, p.mask_window, p.causal, m);
         ri.lo = kr.lo;
         ri.hi = kr.hi;
         return ri;

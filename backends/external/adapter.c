@@ -491,6 +491,7 @@ static cJSON *problem_json(const ext_plan *p)
     cJSON_AddBoolToObject(o, "causal", c->causal);
     cJSON_AddNumberToObject(o, "window_left", c->window_left);
     cJSON_AddNumberToObject(o, "window_right", p->problem.window_right);
+    cJSON_AddNumberToObject(o, "attention_chunk_size", c->chunk_size); /* 0: off */
     cJSON_AddNumberToObject(o, "sm_scale", c->sm_scale);
     cJSON_AddNumberToObject(o, "soft_cap", c->soft_cap);
     cJSON_AddBoolToObject(o, "return_lse", p->problem.return_lse);

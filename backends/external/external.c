@@ -85,7 +85,7 @@ static void build_problem(ext_plan *p)
     q->dtype = c->dtype == SWA_DTYPE_FP16 ? SWADIFF_FP16 : c->dtype == SWA_DTYPE_BF16 ? SWADIFF_BF16 : SWADIFF_FP32;
     q->causal = c->causal;
     q->window_left = c->window_left;
-    q->window_right = c->causal ? 0 : -1;
+    q->window_right = c->causal ? 0 : c->window_right;
     q->sm_scale = (float)c->sm_scale;
     q->soft_cap = (float)c->soft_cap;
     q->return_lse = 0;
@@ -125,6 +125,18 @@ static swa_status ext_plan_fn(const swa_case *c, const swa_inputs *in, const swa
             return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s takes %s cases only", e->full_name,
                                  e->prefill ? "prefill" : "decode");
     }
+    if (prov->kind == EXT_PLUGIN && c->chunk_size > 0)
+        return swa_error_set(err, SWA_ERR_UNSUPPORTED,
+                             "%s: plug-in ABI v1 has no attention_chunk_size field, so a plug-in cannot see the "
+                             "chunk and would run plain causal attention; chunked cases are not given to plug-ins",
+                             e->full_name);
+    if (prov->kind == EXT_PLUGIN) /* ABI v1 promises kv_len >= qo_len */
+        for (int r = 0; r < c->num_requests; r++)
+            if (c->kv_len[r] < c->qo_len[r])
+                return swa_error_set(err, SWA_ERR_UNSUPPORTED,
+                                     "%s: request %d has qo_len %d > kv_len %d; plug-in ABI v1 promises kv_len "
+                                     ">= qo_len, so such cases (empty rows) are not given to plug-ins",
+                                     e->full_name, r, c->qo_len[r], c->kv_len[r]);
     if (c->return_lse && e->b.lse_base == 0)
         return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s returns no LSE and the case asks for one",
                              e->full_name);

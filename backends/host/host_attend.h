@@ -143,7 +143,7 @@ static inline void host_row_store(const host_row *row, const host_softmax_cfg *c
                                   float *lse, swa_mutant m)
 {
     size_t base = ((size_t)row->out_row * num_qo_heads + row->qo_head) * cfg->head_dim;
-    float inv = row->d == 0.0f ? 0.0f : 1.0f / row->d; /* NaN stays NaN */
+    float inv = swa_state_inv_sum(row->d, m); /* NaN stays NaN */
     for (int e = 0; e < cfg->head_dim; e++)
         swa_store(cfg->dtype, out, base + e, row->acc[e] * inv);
     if (lse)
@@ -153,10 +153,10 @@ static inline void host_row_store(const host_row *row, const host_softmax_cfg *c
 /* Partial state of a row into slot `slot` of the partial buffers (fp32,
  * normalised, base-2 LSE; empty = 0 and -inf). */
 static inline void host_row_store_partial(const host_row *row, int slot, int num_qo_heads, int head_dim,
-                                          float *o_part, float *lse_part)
+                                          float *o_part, float *lse_part, swa_mutant m)
 {
     size_t base = ((size_t)slot * num_qo_heads + row->qo_head) * head_dim;
-    float inv = row->d == 0.0f ? 0.0f : 1.0f / row->d; /* NaN stays NaN */
+    float inv = swa_state_inv_sum(row->d, m); /* NaN stays NaN */
     for (int e = 0; e < head_dim; e++)
         o_part[base + e] = row->acc[e] * inv;
     lse_part[(size_t)slot * num_qo_heads + row->qo_head] = swa_state_lse(row->m, row->d);
@@ -199,7 +199,7 @@ static inline void host_merge_row(const float *o_part, const float *lse_part, in
     float inv = (m == SWA_MUTANT_LSE_MERGE_DROPPED || wsum == 0.0f) ? 1.0f : 1.0f / wsum;
     size_t base = ((size_t)out_row * num_qo_heads + qo_head) * head_dim;
     for (int e = 0; e < head_dim; e++)
-        swa_store(dtype, out, base + e, any ? acc[e] * inv : 0.0f);
+        swa_store(dtype, out, base + e, any ? acc[e] * inv : 0.0f * swa_state_inv_sum(0.0f, m));
     if (lse) {
         float l = any ? lse_max + log2f(wsum) : -INFINITY;
         lse[(size_t)out_row * num_qo_heads + qo_head] = swa_lse_store_value(l, m);

@@ -68,12 +68,15 @@ swa_status swa_host_run_decode_fa2(const swa_decode_fa2_plan *p, int grid_work, 
         int r = p->work_request[w], ch = p->work_chunk[w];
         int pages = p->kv_indptr[r + 1] - p->kv_indptr[r];
         int kv_len = swa_paged_kv_len(pages, p->page_size, p->kv_last_page_len[r]);
-        int ws = swa_decode_window_start(kv_len, p->window_left);
+        int ws = swa_decode_window_start(kv_len, p->window_left, p->chunk_size, p->mutant);
         int base = swa_decode_chunk_base(ws, p->page_size, p->mutant);
         int begin = base + ch * p->kv_chunk_size;
         int end = swa_imin(begin + p->kv_chunk_size, kv_len);
         int pos = kv_len - 1;
-        swa_key_range range = swa_mask_row_range(pos, pos, p->window_left, p->window_left >= 0, true, p->mutant);
+        /* the decode kernel always carries its window and chunk masks
+         * (a run-time check); a decode row has no key right of it */
+        swa_key_range range = swa_mask_row_range(pos, pos, p->window_left, -1, p->chunk_size, true, true,
+                                                 p->mutant);
         for (int hk = 0; hk < p->num_kv_heads; hk++) {
             for (int j = 0; j < G; j++) {
                 host_row *row = &rows[j];
@@ -99,7 +102,7 @@ swa_status swa_host_run_decode_fa2(const swa_decode_fa2_plan *p, int grid_work, 
             for (int j = 0; j < G; j++) {
                 if (p->split_kv)
                     host_row_store_partial(&rows[j], p->req_partial_offset[r] + ch, p->num_qo_heads, D, o_part,
-                                           lse_part);
+                                           lse_part, p->mutant);
                 else
                     host_row_store(&rows[j], &cfg, p->num_qo_heads, o->out, write_lse ? o->lse : NULL, p->mutant);
             }

@@ -34,21 +34,21 @@ static void prefill_cta(const swa_prefill_plan *p, const swa_inputs *in, int w, 
         row->qo_head = swa_qo_head_of(hk, pr % G, G, p->num_kv_heads, m);
         row->out_row = p->qo_indptr[r] + i;
         row->range = swa_mask_row_range(pos, swa_window_anchor(pos, kv_len, qo_len, m), p->window_left,
-                                        p->mask_window, p->causal, m);
+                                        p->window_right, p->chunk_size, p->mask_window, p->causal, m);
         size_t qoff = ((size_t)row->out_row * p->num_qo_heads + row->qo_head) * D;
         for (int e = 0; e < D; e++)
             row->q[e] = swa_load(p->dtype, in->q_raw, qoff + e);
         host_row_init(row, D);
     }
 
-    int i_first = pr0 / G, i_last = (pr1 - 1) / G;
+    int i_first = swa_tile_first_row(pr0, G, m), i_last = (pr1 - 1) / G;
     int p_first = swa_query_pos(kv_len, qo_len, i_first, m);
     int p_last = swa_query_pos(kv_len, qo_len, i_last, m);
     int chunk_begin = p->split_kv ? ch * p->kv_chunk_size : 0;
     int chunk_end = p->split_kv ? swa_imin(chunk_begin + p->kv_chunk_size, kv_len) : kv_len;
-    int kv_begin = swa_prefill_kv_begin(chunk_begin, swa_window_anchor(p_first, kv_len, qo_len, m),
-                                        p->run_window_left, p->cta_tile_kv);
-    int kv_end = swa_prefill_kv_end(chunk_end, p_last, p->causal);
+    int kv_begin = swa_prefill_kv_begin(chunk_begin, p_first, swa_window_anchor(p_first, kv_len, qo_len, m),
+                                        p->run_window_left, p->chunk_size, p->cta_tile_kv, m);
+    int kv_end = swa_prefill_kv_end(chunk_end, p_last, p->causal, p->window_right, m);
 
     host_kv_view view = {
         .dtype = p->dtype, .head_dim = D, .kv_head = hk, .num_kv_heads = p->num_kv_heads,
@@ -71,7 +71,7 @@ static void prefill_cta(const swa_prefill_plan *p, const swa_inputs *in, int w, 
         if (p->split_kv) {
             int i = (pr0 + j) / G;
             int slot = p->req_partial_offset[r] + ch * qo_len + i;
-            host_row_store_partial(row, slot, p->num_qo_heads, D, o_part, lse_part);
+            host_row_store_partial(row, slot, p->num_qo_heads, D, o_part, lse_part, m);
         } else {
             host_row_store(row, cfg, p->num_qo_heads, o->out, write_lse ? o->lse : NULL, m);
         }

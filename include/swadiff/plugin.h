@@ -17,6 +17,12 @@
  * window convention is swadiff's (FlashInfer's): window_left = L keeps keys
  * [p - L, ...], -1 is "no window"; convert to your library's convention in
  * the plug-in, and say how in your README (AITER: S = L + 1, L = -1 -> 0).
+ * window_right is the case's own (a non-causal two-sided band [p-L, p+R]);
+ * a plug-in that cannot bound the right side must refuse a non-causal
+ * problem with window_right >= 0 in supports(), never run it dense.
+ * Chunked local attention (a case's attention_chunk_size) has no field in
+ * ABI v1: swadiff does not give chunked cases to plug-ins, nor cases with
+ * qo_len > kv_len (empty rows), so the v1 contract below still holds.
  *
  * Versioning: SWADIFF_PLUGIN_ABI_VERSION changes whenever any struct here
  * changes (swadiff_plugin and swadiff_plugin_backend are read as arrays, so
