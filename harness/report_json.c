@@ -230,6 +230,9 @@ cJSON *swa_report_case_json(const swa_result *r)
     cJSON_AddNumberToObject(shape, "num_kv_heads", r->num_kv_heads);
     cJSON_AddNumberToObject(shape, "head_dim", r->head_dim);
     cJSON_AddNumberToObject(shape, "window_left", r->window_left);
+    cJSON_AddBoolToObject(shape, "causal", r->causal);
+    cJSON_AddNumberToObject(shape, "window_right", r->window_right);
+    cJSON_AddNumberToObject(shape, "attention_chunk_size", r->chunk_size);
     cJSON *tol = cJSON_AddObjectToObject(o, "tolerance");
     cJSON_AddStringToObject(tol, "mode", tol_mode_name(r->tol.mode));
     /* what the comparison applied, when there was one; else what was asked */

@@ -275,6 +275,14 @@ swa_status swa_report_case_from_json(const cJSON *obj, const char *where, swa_re
         r->num_kv_heads = get_int_in(&rd, shape, "num_kv_heads", 0, INT_MAX);
         r->head_dim = get_int_in(&rd, shape, "head_dim", 0, INT_MAX);
         r->window_left = get_int_in(&rd, shape, "window_left", -1, INT_MAX);
+        /* causal, window_right, attention_chunk_size: optional (reports before
+         * they existed were causal or left-bound only) */
+        const cJSON *cz = cJSON_GetObjectItemCaseSensitive(shape, "causal");
+        r->causal = cz ? cJSON_IsTrue(cz) : true;
+        r->window_right = cJSON_GetObjectItemCaseSensitive(shape, "window_right")
+                              ? get_int_in(&rd, shape, "window_right", -1, INT_MAX) : (r->causal ? 0 : -1);
+        r->chunk_size = cJSON_GetObjectItemCaseSensitive(shape, "attention_chunk_size")
+                            ? get_int_in(&rd, shape, "attention_chunk_size", 0, INT_MAX) : 0;
     }
     const cJSON *tol = get_object(&rd, obj, "tolerance", false);
     if (tol) {

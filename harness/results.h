@@ -48,6 +48,9 @@ typedef struct swa_result {
                                   * "" when no plan was built (skip, refusal, external backend) */
     /* shape summary for the HTML heatmap captions */
     int num_requests, total_qo, num_qo_heads, num_kv_heads, head_dim, window_left;
+    int window_right;            /* -1 unbounded (0 for causal cases) */
+    int chunk_size;              /* attention_chunk_size, 0 when off */
+    bool causal;
     int seq;                     /* pair index in the run's order (not written): reports list results by it */
     /* where the time went (not written to reports; `bench --harness` adds
      * them up): the case's data and reference go to its first backend */
