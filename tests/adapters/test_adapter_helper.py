@@ -453,7 +453,9 @@ class Registry(unittest.TestCase):
     def test_every_adapter_is_registered_and_compiles(self):
         with open(os.path.join(ADAPTERS, "registry.json")) as f:
             reg = json.load(f)["adapters"]
-        files = sorted(n[:-3] for n in os.listdir(ADAPTERS) if n.endswith(".py") and n != "swadiff_adapter.py")
+        # swadiff_adapter.py is the helper; peers_bench.py the timing script of `bench --peers`
+        files = sorted(n[:-3] for n in os.listdir(ADAPTERS)
+                       if n.endswith(".py") and n not in ("swadiff_adapter.py", "peers_bench.py"))
         self.assertEqual(sorted(reg), files)
         for name, entry in reg.items():
             self.assertEqual(entry["command"], "${SWADIFF_PYTHON:-python3} adapters/" + name + ".py")
@@ -466,6 +468,32 @@ class Registry(unittest.TestCase):
             self.assertIn("LSE base:", src)
             if "NOT RUN" in entry["description"]:
                 self.assertIn("# NOT RUN HERE: written against the documented API of", src)
+
+    def test_peers_bench_reports_every_peer_per_shape_without_its_library(self):
+        """`swadiff bench --peers` reads one row per (shape, peer): a peer that
+        cannot run says why instead of vanishing."""
+        with tempfile.TemporaryDirectory() as d:
+            shapes = [{"name": "decode b2", "backend": "decode_fa2", "batch": 2, "qo_len": 1, "kv_len": 64,
+                       "num_qo_heads": 4, "num_kv_heads": 2, "head_dim": 64, "window_left": 31, "causal": True,
+                       "dtype": "fp16"},
+                      {"name": "prefill 64", "backend": "prefill", "batch": 1, "qo_len": 64, "kv_len": 64,
+                       "num_qo_heads": 4, "num_kv_heads": 2, "head_dim": 64, "window_left": -1, "causal": True,
+                       "dtype": "bf16"}]
+            with open(os.path.join(d, "shapes.json"), "w") as f:
+                json.dump(shapes, f)
+            code = ("import runpy, sys; sys.modules['torch'] = None; sys.modules['jax'] = None; "
+                    "sys.argv = [%r, '--shapes', %r, '--out', %r, '--iters', '2']; runpy.run_path(%r, run_name='__main__')"
+                    % ("peers_bench.py", os.path.join(d, "shapes.json"), os.path.join(d, "peers.json"),
+                       os.path.join(ADAPTERS, "peers_bench.py")))
+            p = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with open(os.path.join(d, "peers.json")) as f:
+                res = json.load(f)
+            self.assertEqual(sorted(res["peers"]), ["decode b2", "prefill 64"])
+            for name, rows in res["peers"].items():
+                self.assertEqual([r["peer"] for r in rows], ["torch", "jax_cudnn"], name)
+                for r in rows:
+                    self.assertIn("unavailable", r["unsupported"])
 
     def test_gpu_adapters_fail_cleanly_without_their_library(self):
         procs = []
