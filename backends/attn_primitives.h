@@ -139,7 +139,8 @@ SWA_HD static inline int swa_tile_first_row(int packed_first, int group, swa_mut
 /* First key a prefill KV loop loads: the coarse per-CTA skip to the first
  * visible key of the tile's first row (p_first, its window anchor
  * anchor_first), aligned down to the KV tile.  Driven by the run-time window
- * (plan->run_window_left, -1 = no left window) and the chunk size (0 = off):
+ * (plan->run_window_left, -1 = no left window) and the chunk size (0 = off).
+ * Mutant KV_START_SKIP_DROPPED: no skip, the loop starts at the chunk start:
  * later rows' windows and chunks start at or after p_first's, so the first
  * row's start bounds the whole tile. */
 SWA_HD static inline int swa_prefill_kv_begin(int chunk_begin, int p_first, int anchor_first,
@@ -147,6 +148,8 @@ SWA_HD static inline int swa_prefill_kv_begin(int chunk_begin, int p_first, int 
                                               swa_mutant m)
 {
     int ws = 0;
+    if (m == SWA_MUTANT_KV_START_SKIP_DROPPED)
+        return chunk_begin; /* every tile from the chunk start, the mask alone excludes */
     if (run_window_left >= 0)
         ws = swa_imax(0, anchor_first - run_window_left);
     if (chunk_size > 0)
@@ -187,11 +190,32 @@ SWA_HD static inline int swa_decode_window_start(int kv_len, int window_left, in
 
 /* Where decode chunk 0 starts: the page holding the window start, so pages
  * wholly before the window are never loaded.  Mutant WINDOW_PAGE_CROSS
- * rounds up instead: the keys of the page the window starts in are lost. */
+ * rounds up instead: the keys of the page the window starts in are lost;
+ * mutant KV_START_SKIP_DROPPED starts at key 0 (evicted pages are read);
+ * mutant PAGE_UNITS_TOKENS counts the skipped pages in tokens (first page
+ * window_start instead of window_start / page_size: exact at page size 1,
+ * the window's keys skipped at any other). */
 SWA_HD static inline int swa_decode_chunk_base(int window_start, int page_size, swa_mutant m)
 {
+    if (m == SWA_MUTANT_KV_START_SKIP_DROPPED)
+        return 0; /* pages before the window loaded too; only the mask excludes them */
+    if (m == SWA_MUTANT_PAGE_UNITS_TOKENS) { /* pages skipped = window start in tokens */
+        long long b = (long long)window_start * page_size;
+        return b > (1 << 30) ? (1 << 30) : (int)b; /* past kv_len: nothing loaded (keys < 2^24) */
+    }
     return m == SWA_MUTANT_WINDOW_PAGE_CROSS ? swa_align_up(window_start, page_size)
                                              : swa_align_down(window_start, page_size);
+}
+
+/* Left bound a row applies inside the KV tile that starts at key kb of a
+ * KV loop that began at kv_begin: the row's own lo.  Mutant
+ * WINDOW_MASK_SKIPPED_IN_EDGE_TILE skips the left bound in the loop's first
+ * tile, the one that straddles the window start after the aligned-down
+ * KV-start skip (a kernel that masks only "boundary" tiles and gets the
+ * first one wrong); keys before kb are not in the tile anyway. */
+SWA_HD static inline int swa_tile_row_lo(int lo, int kb, int kv_begin, swa_mutant m)
+{
+    return m == SWA_MUTANT_WINDOW_MASK_SKIPPED_IN_EDGE_TILE && kb == kv_begin ? swa_imin(lo, kb) : lo;
 }
 
 /* FlashInfer: (num_pages - 1) * page_size + last_page_len. */
@@ -226,13 +250,25 @@ SWA_HD static inline size_t swa_pool_offset(swa_layout layout, int page, int slo
 /* --------------------------------------------------------------------------
  * Softmax arithmetic, exp2 domain. */
 
+/* tanh of the soft cap.  Mutant SOFTCAP_TANH_OVERFLOW writes it as
+ * (e^2x - 1) / (e^2x + 1) in fp32: e^2x overflows for x > 44, inf / inf =
+ * NaN, so a large positive logit becomes NaN instead of the cap. */
+SWA_HD static inline float swa_cap_tanh(float x, swa_mutant m)
+{
+    if (m == SWA_MUTANT_SOFTCAP_TANH_OVERFLOW) {
+        float e = expf(2.0f * x);
+        return (e - 1.0f) / (e + 1.0f);
+    }
+    return tanhf(x);
+}
+
 /* Logit of one (q, k) dot product (accumulated in fp32) in the log2 domain:
  * s = qk * sm_scale, soft cap c*tanh(s/c) when cap_on, then * log2(e). */
-SWA_HD static inline float swa_logit_log2(float qk, float sm_scale, float soft_cap, bool cap_on)
+SWA_HD static inline float swa_logit_log2(float qk, float sm_scale, float soft_cap, bool cap_on, swa_mutant m)
 {
     float s = qk * sm_scale;
     if (cap_on)
-        s = soft_cap * tanhf(s / soft_cap);
+        s = soft_cap * swa_cap_tanh(s / soft_cap, m);
     return s * SWA_LOG2E;
 }
 
@@ -242,6 +278,35 @@ SWA_HD static inline float swa_logit_log2(float qk, float sm_scale, float soft_c
 SWA_HD static inline float swa_online_rescale(float m_old, float m_new)
 {
     return m_old == -INFINITY ? 0.0f : exp2f(m_old - m_new);
+}
+
+/* Factor a finished state's accumulator is scaled by: 1/d, and 0 for a row
+ * that saw no key (d = 0), so an empty row stores exactly 0 (a NaN d from a
+ * poisoned key stays NaN).  Mutant EMPTY_ROW_NAN divides by the zero sum
+ * anyway: 0 * (1/0) = NaN.  Merges of no partial use swa_state_inv_sum(0). */
+SWA_HD static inline float swa_state_inv_sum(float d, swa_mutant m)
+{
+    return d == 0.0f && m != SWA_MUTANT_EMPTY_ROW_NAN ? 0.0f : 1.0f / d;
+}
+
+/* Output dims a P.V loop covers.  Mutant HEAD_DIM_LOOP_TRUNCATED counts
+ * its iterations as head_dim / 128 (a 128-dim warp tile, integer
+ * division): the dims past the last full tile are never written (0), and
+ * head_dim 64 gets no P.V at all. */
+SWA_HD static inline int swa_pv_dims(int head_dim, swa_mutant m)
+{
+    return m == SWA_MUTANT_HEAD_DIM_LOOP_TRUNCATED ? head_dim / 128 * 128 : head_dim;
+}
+
+/* Finite mask sentinel used as the emptiness test (mutant
+ * FINITE_SENTINEL_EMPTY_ROW): a kernel that masks with -5e4 instead of
+ * -inf and treats a row whose max logit (natural log) is <= -5e4 as fully
+ * masked writes 0 and LSE -inf for it, although it sees real keys.  m_log2
+ * is the row's running max in the exp2 domain; false without the mutant. */
+#define SWA_FINITE_MASK_SENTINEL (-5.0e4f)
+SWA_HD static inline bool swa_row_empty_by_sentinel(float m_log2, swa_mutant m)
+{
+    return m == SWA_MUTANT_FINITE_SENTINEL_EMPTY_ROW && m_log2 * SWA_LN2 <= SWA_FINITE_MASK_SENTINEL;
 }
 
 /* Base-2 LSE of a finished state: m + log2(d); -inf when nothing was seen
@@ -256,15 +321,6 @@ SWA_HD static inline float swa_state_lse(float m, float d)
 SWA_HD static inline float swa_merge_weight(float lse_part, float lse_max)
 {
     return lse_part == -INFINITY ? 0.0f : exp2f(lse_part - lse_max);
-}
-
-/* Factor a finished state's accumulator is scaled by: 1/d, and 0 for a row
- * that saw no key (d = 0), so an empty row stores exactly 0 (a NaN d from a
- * poisoned key stays NaN).  Mutant EMPTY_ROW_NAN divides by the zero sum
- * anyway: 0 * (1/0) = NaN.  Merges of no partial use swa_state_inv_sum(0). */
-SWA_HD static inline float swa_state_inv_sum(float d, swa_mutant m)
-{
-    return d == 0.0f && m != SWA_MUTANT_EMPTY_ROW_NAN ? 0.0f : 1.0f / d;
 }
 
 /* The LSE a kernel writes for a base-2 value.  Mutant LSE_WRONG_BASE writes

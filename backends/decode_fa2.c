@@ -118,7 +118,8 @@ static int fa2_count_chunk(const swa_decode_fa2_plan *p)
 
 /* Copies the page table of the first n requests into p (capacity checked
  * by the caller) and rebuilds the work list and partial offsets. */
-static void fa2_fill_batch(swa_decode_fa2_plan *p, const swa_paged_kv *kv, int n, int spare_page)
+static void fa2_fill_batch(swa_decode_fa2_plan *p, const swa_paged_kv *kv, int n, int spare_page,
+                           bool keep_offsets)
 {
     p->num_requests = n;
     p->kv_indptr[0] = 0;
@@ -138,7 +139,8 @@ static void fa2_fill_batch(swa_decode_fa2_plan *p, const swa_paged_kv *kv, int n
     for (int r = 0; r < n; r++) {
         int chunks = fa2_chunks_for_span(fa2_request_span(p, r), p->split_kv, count_chunk, p->mutant);
         p->req_num_chunks[r] = chunks;
-        p->req_partial_offset[r] = p->split_kv ? rows : 0;
+        if (!keep_offsets)
+            p->req_partial_offset[r] = p->split_kv ? rows : 0;
         if (p->split_kv)
             rows += chunks;
         for (int ch = 0; ch < chunks; ch++, w++) {
@@ -282,7 +284,7 @@ swa_status swa_decode_fa2_plan_build(const swa_case *c, const swa_paged_kv *kv, 
         swa_decode_fa2_plan_free(p);
         return st;
     }
-    fa2_fill_batch(p, kv, num_requests, fa2_spare_page(kv));
+    fa2_fill_batch(p, kv, num_requests, fa2_spare_page(kv), false);
     p->grid_work = p->num_work;
     *out = p;
     return SWA_OK;
@@ -349,7 +351,7 @@ swa_status swa_decode_fa2_plan_graph(const swa_case *c, const swa_paged_kv *kv, 
         swa_decode_fa2_plan_free(p);
         return st;
     }
-    fa2_fill_batch(p, kv, capture_requests, fa2_spare_page(kv));
+    fa2_fill_batch(p, kv, capture_requests, fa2_spare_page(kv), false);
     /* The launch grid is a scalar baked into the captured graph: pad it to
      * the capacity so any batch within capacity is fully covered on replay.
      * Mutant GRAPH_CAPTURED_SCALARS keeps the captured batch's num_work. */
@@ -379,7 +381,10 @@ swa_status swa_decode_fa2_graph_update(swa_decode_fa2_plan *p, const swa_paged_k
     if (pages > p->capacity_pages)
         return swa_error_set(err, SWA_ERR_INVALID, "%s: CUDA-graph update needs %d pages, capacity %d", BACKEND,
                              pages, p->capacity_pages);
-    fa2_fill_batch(p, kv, num_requests, fa2_spare_page(kv));
+    /* Mutant GRAPH_STALE_PARTIAL_OFFSETS: the replay refresh rewrites the
+     * work list and page table but not the per-request partial offsets,
+     * which keep the captured batch's layout */
+    fa2_fill_batch(p, kv, num_requests, fa2_spare_page(kv), p->mutant == SWA_MUTANT_GRAPH_STALE_PARTIAL_OFFSETS);
     return SWA_OK;
 }
 
@@ -425,6 +430,55 @@ static void fa2_state_free(fa2_state *s)
     free(s);
 }
 
+/* CUDA graph captured at a larger batch than the live one, as engines do:
+ * the graph is captured once per batch-size bucket with placeholder
+ * requests (one key each, on a page no request owns; sglang fills padded
+ * seq_lens with 1) and replayed with the live requests, the rest of the
+ * captured batch being padding whose work items and merge blocks exit (the
+ * live counts are read from memory).  Capacity and split are those of the
+ * captured batch size at the live batch's longest request. */
+static swa_status fa2_plan_padded_graph(const swa_case *c, const swa_inputs *in, const swa_plan_opts *o,
+                                        fa2_state *s, swa_error *err)
+{
+    int n = c->graph_capture_requests, max_kv = 0;
+    for (int r = 0; r < c->num_requests; r++)
+        max_kv = swa_imax(max_kv, c->kv_len[r]);
+    const swa_paged_kv *kv = &in->paged;
+    swa_status st = swa_decode_check_cache(BACKEND, c, kv, err);
+    if (st != SWA_OK)
+        return st;
+    swa_case pc = *c; /* the captured batch: n placeholder requests */
+    swa_paged_kv pkv = *kv;
+    pc.num_requests = pkv.num_requests = n;
+    pc.qo_len = swa_plan_calloc((size_t)n, sizeof(int), BACKEND, err);
+    pc.kv_len = swa_plan_calloc((size_t)n, sizeof(int), BACKEND, err);
+    pkv.indptr = swa_plan_calloc((size_t)n + 1, sizeof(int), BACKEND, err);
+    pkv.indices = swa_plan_calloc((size_t)n, sizeof(int), BACKEND, err);
+    pkv.last_page_len = swa_plan_calloc((size_t)n, sizeof(int), BACKEND, err);
+    if (pc.qo_len && pc.kv_len && pkv.indptr && pkv.indices && pkv.last_page_len) {
+        int spare = fa2_spare_page(kv);
+        for (int r = 0; r < n; r++) {
+            pc.qo_len[r] = pc.kv_len[r] = 1;
+            pkv.indptr[r + 1] = r + 1;
+            pkv.indices[r] = spare;
+            pkv.last_page_len[r] = 1;
+        }
+        st = swa_decode_fa2_plan_graph(&pc, &pkv, n, n, max_kv, o, &s->captured, err);
+        if (st == SWA_OK)
+            st = swa_decode_fa2_plan_graph(&pc, &pkv, n, n, max_kv, o, &s->plan, err);
+        if (st == SWA_OK) /* the replay: the live requests */
+            st = swa_decode_fa2_graph_update(s->plan, kv, c->num_requests, err);
+    } else {
+        st = SWA_ERR_NOMEM;
+    }
+    free(pc.qo_len);
+    free(pc.kv_len);
+    free(pkv.indptr);
+    free(pkv.indices);
+    free(pkv.last_page_len);
+    return st;
+}
+
 static swa_status fa2_plan(const swa_case *c, const swa_inputs *in, const swa_plan_opts *o, void **plan,
                            swa_error *err)
 {
@@ -437,7 +491,9 @@ static swa_status fa2_plan(const swa_case *c, const swa_inputs *in, const swa_pl
         return SWA_ERR_NOMEM;
     s->device = o ? o->device : NULL;
     swa_status st;
-    if (c->cuda_graph) {
+    if (c->cuda_graph && c->graph_capture_requests > c->num_requests) {
+        st = fa2_plan_padded_graph(c, in, o, s, err);
+    } else if (c->cuda_graph) {
         int max_kv = 0;
         for (int r = 0; r < c->num_requests; r++)
             max_kv = swa_imax(max_kv, c->kv_len[r]);

@@ -61,7 +61,17 @@
  *    weight exp_sum_j * 2^(max_j - global max); max_num_partitions == 1
  *    writes out directly.  An empty partition is (-inf, 0, 0).
  *  - NaN: a NaN score (poisoned key) never becomes the running max (fmaxf)
- *    but still flows into d and acc, so reading poison yields NaN output. */
+ *    but still flows into d and acc, so reading poison yields NaN output.
+ *    P.V covers every key a tile loaded, masked ones with P = 0, so a
+ *    non-finite V anywhere in a loaded tile makes the row NaN (0 * NaN);
+ *    a masked key's K may be NaN (its logit is replaced, never used).
+ *  - Further kernel-level mutants: WINDOW_MASK_SKIPPED_IN_EDGE_TILE (no left
+ *    bound in the first tile of a KV loop, prefill and decode_fa2; the
+ *    device's tile), KV_START_SKIP_DROPPED and PAGE_UNITS_TOKENS (KV loop
+ *    start), SOFTCAP_TANH_OVERFLOW (swa_cap_tanh), HEAD_DIM_LOOP_TRUNCATED
+ *    (aiter P.V dims), FINITE_SENTINEL_EMPTY_ROW (final state, prefill and
+ *    decode_fa2); plan-level: GRAPH_STALE_PARTIAL_OFFSETS (graph update),
+ *    PLAN_REUSED_ACROSS_WINDOWS (backends/layer_plans.c). */
 #ifndef SWADIFF_PLAN_H
 #define SWADIFF_PLAN_H
 

@@ -15,6 +15,7 @@
 #define SWA_ID_MAX 256
 #define SWA_PATH_MAX 1024
 #define SWA_NAME_MAX 128
+#define SWA_MAX_LAYERS 16  /* windows of one interleaved-layer case */
 
 /* The backends a case may name, in registry order: X(ENUM, "name", decode).
  * Everything that lists backends (the flags, the loader's "expected ..."
@@ -87,6 +88,13 @@ typedef struct swa_case {
     bool cuda_graph;           /* plan for capture, capture, replay with the full batch */
     int graph_capture_requests;/* requests in the captured batch (< num_requests) */
     bool return_lse;
+    /* Interleaved layers (num_layers 0: none).  The case file's "layers"
+     * expands to one record per layer (id suffix "layer=<i>"): each record
+     * carries every layer's window, window_left is layer `layer`'s.  A run
+     * plans every layer over the same batch, then runs them in order
+     * 0..num_layers-1 and compares layer `layer`'s output (harness/run.c). */
+    int num_layers, layer;
+    int layer_window_left[SWA_MAX_LAYERS];
     /* Non-empty: the case must be refused — every listed backend's plan
      * must fail with a message containing this text (e.g. "CUDA-graph"
      * for decode_aiter with cuda_graph); running it is the failure. */

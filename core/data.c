@@ -15,17 +15,42 @@
  *            tails cut at +-6), summed as exact 53-bit integers and scaled
  *            once.  No libm, so every machine agrees bit for bit.
  *   uniform  2u - 1, in [-1, 1).
- *   poison   normal values, except that keys no query of their request may
- *            see get V = +4096 (even dims) / -4096 (odd dims).  With
- *            prefix_len = kv_len - qo_len and window_left L >= 0, the first
- *            query row sits at p = prefix_len and sees nothing left of
- *            p - L; later rows see even less on the left, so keys
- *            k < prefix_len - L are invisible to every row, causal or not.
- *            Any weight a kernel gives them shows up as an error of order
- *            weight * 4096 — far beyond any tolerance.  4096 = 2^12 is exact
- *            in fp16, bf16 and fp32, and the signs alternate by dim so leaked
- *            rows cannot cancel.  K of those keys stays normal: kernels may
- *            legitimately compute (and then mask) their logits.
+ *   poison   normal values, except for what no query row of the request
+ *            may see, which a correct kernel must exclude (never merely
+ *            down-weight).  With prefix p0 = max(0, kv_len - qo_len), the
+ *            first row with a key sits at p0 and its left bound
+ *            f = max(p0 - L, floor(p0/C)*C, 0) (L = window_left >= 0, C =
+ *            chunk_size > 0) is the lowest of all rows, causal or not:
+ *            keys k < f are invisible to every row (swa_poison_first_visible).
+ *            - Those keys get K = NaN and V = +4096 (even dims) / -4096 (odd
+ *              dims).  K may be NaN because a correct kernel either skips
+ *              a masked key's logit or replaces it (s = -inf): a tile that
+ *              straddles the window start is loaded whole and masked by
+ *              replacement, and NaN replaced is gone.  V must stay finite
+ *              there: the P.V product of a loaded tile multiplies masked
+ *              keys' V by P = 0, and 0 * NaN = NaN.  4096 = 2^12 is exact
+ *              in fp16, bf16 and fp32; signs alternate by dim so leaked
+ *              weight cannot cancel (error ~ weight * 4096).
+ *            - Pages wholly before e = align_down(f, SWA_POISON_EVICT_ALIGN
+ *              = 256) are evicted (swa_poison_evicted_pages), as an engine
+ *              that frees out-of-window pages does: both page tables
+ *              (FlashInfer indices and AITER block_tables) point those
+ *              entries at one shared evicted page, and every evicted page,
+ *              K and V, is NaN (paged.c swa_paged_evict_prefix).  Here V is
+ *              NaN too, so only pages no correct backend loads at all may be
+ *              evicted.  Where each backend starts loading: prefill at
+ *              align_down(first visible key of the tile's first row,
+ *              cta_tile_kv = 32 or 64) >= align_down(f, 64); decode_fa2 at
+ *              the page holding its window start (>= f's page); decode_aiter
+ *              skips partitions (256 keys, from key 0) wholly before the
+ *              window and loads the straddling one whole, from
+ *              align_down(f, 256).  256 is a multiple of every prefill tile,
+ *              so every page a correct backend touches holds a key >= e and
+ *              is not evicted.  A kernel that starts at key 0 (no KV-start
+ *              skip) or reads a page before its window meets NaN.
+ *            The logical k/v keep the same values (the evicted pages' real
+ *            contents, with K NaN before f): the reference reads only
+ *            visible keys.
  *   edge     window-edge data: a window one key too short or too long moves
  *            the output of every row by far more than the tolerance, for any
  *            window_left (the issue "Detection power, measured": with normal
@@ -181,24 +206,63 @@ static swa_status fill_tensor(float *values, void *raw, size_t n, const swa_case
     return SWA_OK;
 }
 
-/* V of keys that no query row of the request may see (see the header). */
-static void poison_invisible_values(const swa_case *c, swa_inputs *in)
+/* First key that some query row of request r may see (see the header):
+ * a row's left bound max(p - L, floor(p/C)*C, 0) grows with p, so the first
+ * row with p >= 0 bounds the request.  0 when nothing is cut off. */
+int swa_poison_first_visible(const swa_case *c, int r)
 {
-    if (c->window_left < 0)
-        return;
+    long long p = (long long)c->kv_len[r] - c->qo_len[r];
+    if (p < 0)
+        p = 0;
+    long long lo = 0;
+    if (c->window_left >= 0 && p - c->window_left > lo)
+        lo = p - c->window_left;
+    if (c->chunk_size > 0 && p - p % c->chunk_size > lo)
+        lo = p - p % c->chunk_size;
+    return lo > c->kv_len[r] ? c->kv_len[r] : (int)lo;
+}
+
+/* Pages of request r that are evicted under poison: those wholly before
+ * SWA_POISON_EVICT_ALIGN-aligned first visible key (see the header). */
+int swa_poison_evicted_pages(const swa_case *c, int r)
+{
+    int keep_from = swa_poison_first_visible(c, r);
+    keep_from -= keep_from % SWA_POISON_EVICT_ALIGN;
+    return keep_from / c->page_size;
+}
+
+/* K = NaN, V = +-4096 for the keys no query row of the request may see. */
+static void poison_invisible_keys(const swa_case *c, swa_inputs *in)
+{
     size_t row = (size_t)c->num_kv_heads * (size_t)c->head_dim;
+    float nan = swa_bits_f32(0x7fc00000u);
     for (int r = 0; r < c->num_requests; r++) {
-        long long invisible = (long long)(c->kv_len[r] - c->qo_len[r]) - c->window_left;
-        for (long long t = 0; t < invisible; t++) {
+        int invisible = swa_poison_first_visible(c, r);
+        for (int t = 0; t < invisible; t++) {
             size_t base = ((size_t)in->kv_indptr[r] + (size_t)t) * row;
             for (size_t j = 0; j < row; j++) {
                 size_t d = j % (size_t)c->head_dim;
                 float value = (d & 1) ? -POISON_VALUE : POISON_VALUE;
                 in->v[base + j] = value;
                 swa_store(c->dtype, in->v_raw, base + j, value);
+                in->k[base + j] = nan;
+                swa_store(c->dtype, in->k_raw, base + j, nan);
             }
         }
     }
+}
+
+/* Evicts the pages wholly before every row's reach (see the header). */
+static swa_status poison_evict_pages(const swa_case *c, swa_inputs *in, swa_error *err)
+{
+    int *evict = malloc((size_t)c->num_requests * sizeof *evict);
+    if (!evict)
+        return swa_error_set(err, SWA_ERR_NOMEM, "case %s: out of host memory for the eviction list", c->id);
+    for (int r = 0; r < c->num_requests; r++)
+        evict[r] = swa_poison_evicted_pages(c, r);
+    in->evicted_page = swa_paged_evict_prefix(&in->paged, evict);
+    free(evict);
+    return SWA_OK;
 }
 
 /* ---------------------------------------------------------------------------
@@ -224,12 +288,11 @@ static edge_band edge_band_of(const swa_case *c, int r)
     /* e_hi: the last row's first visible key; e_lo: the first row's first
      * invisible key.  No window: key 0 is every row's edge.  Chunked: the
      * rows' first keys are the chunk starts floor(p/C)*C, from the first
-     * row's chunk (p clamped at 0) to the last row's. */
+     * row's chunk (swa_poison_first_visible) to the last row's. */
     long long e_hi = L >= 0 ? kv - 1 - L : 0, e_lo = L >= 0 ? kv - qo - L - 1 : -1;
     if (C > 0) {
-        long long p0 = kv - qo > 0 ? kv - qo : 0;
         e_hi = (kv - 1) - (kv - 1) % C;
-        e_lo = p0 - p0 % C - 1;
+        e_lo = (long long)swa_poison_first_visible(c, r) - 1;
     }
     double scale = c->sm_scale < 0 ? -c->sm_scale : c->sm_scale;
     double delta = EDGE_DELTA;
@@ -310,6 +373,7 @@ static void fill_edge(const swa_case *c, swa_inputs *in)
 swa_status swa_inputs_create(const swa_case *c, swa_inputs *in, swa_error *err)
 {
     memset(in, 0, sizeof *in);
+    in->evicted_page = -1;
     swa_status st = check_case(c, err);
     if (st != SWA_OK)
         return st;
@@ -352,11 +416,14 @@ swa_status swa_inputs_create(const swa_case *c, swa_inputs *in, swa_error *err)
         fill_tensor(in->k, in->k_raw, kv_elems, c, "k");
         fill_tensor(in->v, in->v_raw, kv_elems, c, "v");
         if (c->dist == SWA_DIST_POISON)
-            poison_invisible_values(c, in);
+            poison_invisible_keys(c, in);
     }
 
     st = swa_paged_build(&in->paged, c->dtype, c->layout, c->page_size, c->num_requests, c->kv_len,
                          c->num_kv_heads, c->head_dim, in->k, in->v, c->seed, err);
+    in->evicted_page = -1;
+    if (st == SWA_OK && c->dist == SWA_DIST_POISON)
+        st = poison_evict_pages(c, in, err);
     if (st != SWA_OK) {
         swa_inputs_free(in);
         return st;

@@ -32,7 +32,15 @@ typedef struct swa_inputs {
     void *q_raw, *k_raw, *v_raw;
 
     swa_paged_kv paged;
+    int evicted_page;          /* poison: the shared page evicted entries point at, else -1 */
 } swa_inputs;
+
+/* Poison data evicts only pages wholly before the first visible key of the
+ * request rounded down to this many keys: the coarsest granularity at which
+ * a correct backend of ours starts loading (decode_aiter's 256-key
+ * partitions; prefill KV tiles of 32 or 64 keys and decode_fa2's pages
+ * start at or after it).  See data.c's header. */
+#define SWA_POISON_EVICT_ALIGN 256
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,6 +52,12 @@ extern "C" {
  * (allocation failure, sizes over the memory estimate). */
 swa_status swa_inputs_create(const swa_case *c, swa_inputs *in, swa_error *err);
 void swa_inputs_free(swa_inputs *in);
+
+/* Poison placement (data.c's header): the first key some query row of
+ * request r may see (keys before it get K = NaN, V = +-4096), and the number
+ * of leading pages of r that are evicted (NaN, entries on a shared page). */
+int swa_poison_first_visible(const swa_case *c, int r);
+int swa_poison_evicted_pages(const swa_case *c, int r);
 
 /* Bytes the case's tensors take on the host (inputs, cache pool, outputs,
  * reference), estimated before allocating anything. */

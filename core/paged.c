@@ -148,6 +148,29 @@ swa_status swa_paged_build(swa_paged_kv *kv, swa_dtype dtype, swa_layout layout,
     return SWA_OK;
 }
 
+int swa_paged_evict_prefix(swa_paged_kv *kv, const int *evict_pages)
+{
+    size_t page_elems = (size_t)kv->page_size * (size_t)kv->num_kv_heads * (size_t)kv->head_dim;
+    size_t dsize = swa_dtype_size(kv->dtype);
+    int shared = -1;
+    for (int r = 0; r < kv->num_requests; r++) {
+        int pages = kv->indptr[r + 1] - kv->indptr[r];
+        int n = evict_pages[r] < pages ? evict_pages[r] : pages - 1;
+        for (int p = 0; p < n; p++) {
+            int *entry = &kv->indices[kv->indptr[r] + p];
+            if (*entry != shared) { /* free the page: garbage from now on */
+                fill_nan((char *)kv->k_pages + (size_t)*entry * page_elems * dsize, kv->dtype, page_elems);
+                fill_nan((char *)kv->v_pages + (size_t)*entry * page_elems * dsize, kv->dtype, page_elems);
+            }
+            if (shared < 0)
+                shared = *entry;
+            *entry = shared;
+            kv->block_tables[(size_t)r * (size_t)kv->max_blocks_per_seq + (size_t)p] = shared;
+        }
+    }
+    return shared;
+}
+
 void swa_paged_gather(const swa_paged_kv *kv, int which, int r, int t, int h, float *dst)
 {
     int page = kv->indices[kv->indptr[r] + t / kv->page_size];

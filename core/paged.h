@@ -53,6 +53,16 @@ swa_status swa_paged_build(swa_paged_kv *kv, swa_dtype dtype, swa_layout layout,
                            const float *k, const float *v, uint64_t seed, swa_error *err);
 void swa_paged_free(swa_paged_kv *kv);
 
+/* Evicts the first evict_pages[r] pages of every request r, as a serving
+ * engine that frees pages wholly outside the window does: their contents
+ * become NaN (K and V) and their entries, in both page-table forms, point
+ * at one shared evicted page (the first evicted page of the batch), so the
+ * table keeps its length and kv_len is unchanged.  A correct kernel never
+ * loads an evicted entry; one that does reads NaN.  evict_pages[r] must be
+ * below the request's page count (the page holding its newest key stays).
+ * Returns the shared page id, or -1 when nothing was evicted. */
+int swa_paged_evict_prefix(swa_paged_kv *kv, const int *evict_pages);
+
 /* Gathers token t of request r, kv head h from the pool (FlashInfer form)
  * into dst[head_dim] as floats.  which: 0 = K, 1 = V. */
 void swa_paged_gather(const swa_paged_kv *kv, int which, int r, int t, int h, float *dst);

@@ -121,6 +121,7 @@ typedef struct expander {
     size_t host_cap;        /* bytes one case's tensors may take (swa_case_host_cap) */
     const char *host_cap_source;
     size_t record_bytes;    /* case records loaded so far, the caller's list included */
+    int layer;              /* the layer being expanded ("layers" cases) */
 } expander;
 
 /* ---------------------------------------------------------------------------
@@ -249,6 +250,8 @@ static int build_id(expander *ex, char *id, size_t n)
         used += (size_t)snprintf(id + used, n - used, "%s%s=%s", first ? ":" : ",", cs->axes[a].name, v);
         first = false;
     }
+    if (cs->num_layers > 0 && used < n) /* one record per layer */
+        used += (size_t)snprintf(id + used, n - used, "%slayer=%d", first ? ":" : ",", ex->layer);
     if (used >= n) {
         char name_path[PATH_N];
         swa_json_path_key(name_path, sizeof name_path, cs->object_path, "name");
@@ -321,10 +324,17 @@ static int expand_one(expander *ex)
         return fail_at_pick(ex, cs->field_axis[F_ATTENTION_CHUNK_SIZE], id,
                             "expected attention_chunk_size only with causal true (chunked local attention is "
                             "defined for causal rows: [floor(p/C)*C, p]), got causal false");
-    if (chunk_v && left_v->i >= 0)
+    /* a "layers" case has no window_left key: the layer's window */
+    long long window_left = left_v ? left_v->i : cs->layer_windows[ex->layer];
+    for (int l = 0; chunk_v && l < cs->num_layers; l++)
+        if (cs->layer_windows[l] >= 0)
+            return fail_at_pick(ex, cs->field_axis[F_ATTENTION_CHUNK_SIZE], id,
+                                "expected every layer's window_left -1 with attention_chunk_size, got %d in "
+                                "layer %d", cs->layer_windows[l], l);
+    if (chunk_v && window_left >= 0)
         return fail_at_pick(ex, cs->field_axis[F_ATTENTION_CHUNK_SIZE], id,
                             "expected window_left -1 with attention_chunk_size (the chunk is the window; a "
-                            "sliding window inside a chunk is not defined), got window_left %lld", left_v->i);
+                            "sliding window inside a chunk is not defined), got window_left %lld", window_left);
 
     const value *graph = field_value(ex, F_CUDA_GRAPH);
     const value *capture = field_value(ex, F_GRAPH_CAPTURE_REQUESTS);
@@ -332,14 +342,16 @@ static int expand_one(expander *ex)
     if (cuda_graph && !capture)
         return fail_at_pick(ex, cs->field_axis[F_CUDA_GRAPH], id,
                             "expected graph_capture_requests with cuda_graph true (the batch to capture, "
-                            "1 <= n < %lld requests)", num_requests);
+                            "1 <= n != %lld requests)", num_requests);
     if (!cuda_graph && capture)
         return fail_at_pick(ex, cs->field_axis[F_GRAPH_CAPTURE_REQUESTS], id,
                             "expected no graph_capture_requests without cuda_graph true");
-    if (cuda_graph && capture->i >= num_requests)
+    if (cuda_graph && capture->i == num_requests)
         return fail_at_pick(ex, cs->field_axis[F_GRAPH_CAPTURE_REQUESTS], id,
-                            "expected graph_capture_requests < number of requests (%lld), got %lld "
-                            "(replay must run a larger batch than the captured one)", num_requests, capture->i);
+                            "expected graph_capture_requests other than the number of requests (%lld): fewer "
+                            "(capture the first ones, replay the larger batch) or more (capture that many "
+                            "placeholder requests, replay the live batch padded to it), got %lld",
+                            num_requests, capture->i);
 
     /* the records themselves, before their arrays are allocated */
     size_t record = case_record_bytes(num_requests);
@@ -381,7 +393,11 @@ static int expand_one(expander *ex)
     c.layout = (v = field_value(ex, F_LAYOUT)) ? (swa_layout)v->i : SWA_LAYOUT_NHD;
     c.kv_mode = kv_mode ? (swa_kv_mode)kv_mode->i : SWA_KV_PAGED;
     c.causal = (v = field_value(ex, F_CAUSAL)) ? v->i != 0 : true;
-    c.window_left = (int)left_v->i;
+    c.window_left = (int)window_left;
+    c.num_layers = cs->num_layers;
+    c.layer = cs->num_layers > 0 ? ex->layer : 0;
+    for (int l = 0; l < cs->num_layers; l++)
+        c.layer_window_left[l] = cs->layer_windows[l];
     /* causal: R = -1 and R = 0 mean the same, the record holds 0 */
     c.window_right = causal ? 0 : right_v ? (int)right_v->i : -1;
     c.chunk_size = chunk_v ? (int)chunk_v->i : 0;
@@ -439,6 +455,8 @@ static int expand_case(expander *ex, long long *budget)
     long long total = 1;
     char sizes[200] = "";
     size_t used = 0;
+    if (cs->num_layers > 0)
+        total = cs->num_layers; /* one record per layer */
     for (int a = 0; a < cs->num_axes; a++) {
         total *= cs->axes[a].count;
         if (total > SWA_MAX_EXPANDED_CASES + 1LL)
@@ -470,7 +488,9 @@ static int expand_case(expander *ex, long long *budget)
                              "out of memory");
     int rc = 0;
     for (;;) {
-        if ((rc = expand_one(ex)))
+        for (ex->layer = 0; ex->layer < (cs->num_layers > 0 ? cs->num_layers : 1) && rc == 0; ex->layer++)
+            rc = expand_one(ex);
+        if (rc)
             break;
         int a = cs->num_axes - 1;
         while (a >= 0 && ++ex->pick[a] == cs->axes[a].count)
@@ -595,7 +615,7 @@ int swa_case_parse(const char *file_name, const char *text, size_t len, swa_case
     for (int i = 0; i < list->count && rc == 0; i++)
         if (id_set_insert(&ids, i) == -2)
             rc = swa_json_fail(&doc, err, 0, "", "out of memory");
-    expander ex = {NULL, file_name, stem, NULL, &fresh, 0, &ids, 0, NULL, 0};
+    expander ex = {NULL, file_name, stem, NULL, &fresh, 0, &ids, 0, NULL, 0, 0};
     ex.host_cap = swa_case_host_cap(&ex.host_cap_source);
     for (int i = 0; i < list->count; i++)
         ex.record_bytes += case_record_bytes(list->cases[i].num_requests);

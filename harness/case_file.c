@@ -241,7 +241,18 @@ static cJSON *case_to_json(const swa_case *c)
     cJSON_AddStringToObject(o, "layout", swa_layout_name(c->layout));
     cJSON_AddStringToObject(o, "kv_mode", c->kv_mode == SWA_KV_RAGGED ? "ragged" : "paged");
     cJSON_AddBoolToObject(o, "causal", c->causal);
-    cJSON_AddNumberToObject(o, "window_left", c->window_left);
+    if (c->num_layers > 0) { /* every layer: the file expands to one record per layer again */
+        cJSON *layers = cJSON_AddArrayToObject(o, "layers");
+        for (int l = 0; layers && l < c->num_layers; l++) {
+            cJSON *layer = cJSON_CreateObject();
+            if (layer) {
+                cJSON_AddNumberToObject(layer, "window_left", c->layer_window_left[l]);
+                cJSON_AddItemToArray(layers, layer);
+            }
+        }
+    } else {
+        cJSON_AddNumberToObject(o, "window_left", c->window_left);
+    }
     if (!c->causal)
         cJSON_AddNumberToObject(o, "window_right", c->window_right);
     if (c->chunk_size > 0)

@@ -72,6 +72,7 @@ const key_spec swa_case_keys[F_COUNT] = {
                                   NULL, false, NULL},
     [F_RETURN_LSE] = {"return_lse", K_BOOL, false, 0, 0, NULL, 0, NULL, false, NULL},
     [F_EXPECT_ERROR] = {"expect_error", K_SPECIAL, false, 0, 0, NULL, 0, NULL, false, NULL},
+    [F_LAYERS] = {"layers", K_SPECIAL, false, 0, 0, NULL, 0, NULL, false, NULL},
 };
 
 static const key_spec REQUEST_KEYS[R_FIELDS] = {
@@ -607,6 +608,55 @@ static int read_expect_error(case_state *cs, const cJSON *v, const char *path)
     return 0;
 }
 
+/* "layers": [{"window_left": L}, ...], 1..SWA_MAX_LAYERS objects, each
+ * with exactly the key window_left (same range as the case key).  Not a
+ * sweep: the case expands once per layer (case_expand.c). */
+static int read_layers(case_state *cs, const cJSON *v, const char *path)
+{
+    char got[64], lpath[PATH_N], kpath[PATH_N];
+    swa_case_describe_value(cs->doc, v, got, sizeof got);
+    int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : -1;
+    if (n < 1 || n > SWA_MAX_LAYERS)
+        return swa_json_fail(cs->doc, cs->err, swa_json_value_offset(cs->doc, v), path,
+                             "expected a list of 1 to %d layer objects {\"window_left\": L} (the windows the "
+                             "batch is planned and run with, in layer order), got %s%s",
+                             SWA_MAX_LAYERS, got, n == 0 ? " with no layer" : n > 0 ? " of too many layers" : "");
+    int i = 0;
+    for (const cJSON *layer = v->child; layer; layer = layer->next, i++) {
+        swa_json_path_index(lpath, sizeof lpath, path, i);
+        swa_case_describe_value(cs->doc, layer, got, sizeof got);
+        if (!cJSON_IsObject(layer))
+            return swa_json_fail(cs->doc, cs->err, swa_json_value_offset(cs->doc, layer), lpath,
+                                 "expected a layer object {\"window_left\": L}, got %s", got);
+        const cJSON *w = NULL;
+        for (const cJSON *m = layer->child; m; m = m->next) {
+            swa_json_path_key(kpath, sizeof kpath, lpath, m->string);
+            if (strcmp(m->string, "window_left") != 0) {
+                static const char *const layer_keys[] = {"window_left", NULL};
+                return swa_case_fail_unknown_key(cs->doc, cs->err, m, kpath, layer_keys, " in a layer");
+            }
+            if (w)
+                return swa_json_fail(cs->doc, cs->err, swa_json_key_offset(cs->doc, m), kpath,
+                                     "expected each key once, got \"window_left\" again");
+            w = m;
+        }
+        swa_json_path_key(kpath, sizeof kpath, lpath, "window_left");
+        if (!w)
+            return swa_json_fail(cs->doc, cs->err, swa_json_value_offset(cs->doc, layer), lpath,
+                                 "missing required key \"window_left\" (%s)", swa_case_keys[F_WINDOW_LEFT].hint);
+        swa_case_describe_value(cs->doc, w, got, sizeof got);
+        size_t off = swa_json_value_offset(cs->doc, w);
+        bool integer = cJSON_IsNumber(w) && strspn(got, "-0123456789") == strlen(got);
+        if (!integer || w->valuedouble < -1 || w->valuedouble > MAX_WINDOW_LEFT)
+            return swa_json_fail(cs->doc, cs->err, off, kpath, "expected %s, got %s%s",
+                                 swa_case_keys[F_WINDOW_LEFT].hint, got,
+                                 cJSON_IsArray(w) ? " (a layer's window cannot be swept)" : "");
+        cs->layer_windows[i] = (int)w->valuedouble;
+    }
+    cs->num_layers = n;
+    return 0;
+}
+
 /* ---------------------------------------------------------------------------
  * One member of a case object (or of "defaults"). */
 
@@ -650,6 +700,8 @@ static int read_member(case_state *cs, int f, const cJSON *m, const char *path)
         return read_tolerance(cs, m, path);
     case F_EXPECT_ERROR:
         return read_expect_error(cs, m, path);
+    case F_LAYERS:
+        return read_layers(cs, m, path);
     default:
         return read_axis(cs, &swa_case_keys[f], m, path, swa_case_keys[f].key, f, -1, &cs->field_axis[f]);
     }
@@ -692,13 +744,23 @@ int swa_case_read(case_state *cs, const cJSON *obj, const char *path, const cJSO
             int f = find_case_key(m->string);
             if (f < 0 || cs->present[f])
                 continue; /* unknown keys were reported when "defaults" was checked */
+            if (f == F_WINDOW_LEFT && cs->present[F_LAYERS])
+                continue; /* the case's own layers set its windows */
             swa_json_path_key(mpath, sizeof mpath, defaults_path, m->string);
             if (read_member(cs, f, m, mpath))
                 return -1;
         }
     }
+    if (cs->present[F_LAYERS] && cs->present[F_WINDOW_LEFT]) {
+        const cJSON *w = cs->present[F_WINDOW_LEFT];
+        char wpath[PATH_N];
+        snprintf(wpath, sizeof wpath, "%s", cs->axes[cs->field_axis[F_WINDOW_LEFT]].path);
+        return swa_json_fail(doc, cs->err, swa_json_key_offset(doc, w), wpath,
+                             "expected no \"window_left\" in a case with \"layers\" (each layer sets its own "
+                             "window)");
+    }
     for (int f = 0; f < F_COUNT; f++)
-        if (swa_case_keys[f].required && !cs->present[f])
+        if (swa_case_keys[f].required && !cs->present[f] && !(f == F_WINDOW_LEFT && cs->present[F_LAYERS]))
             return swa_json_fail(doc, cs->err, swa_json_value_offset(doc, obj), path,
                                  "missing required key \"%s\" (%s)", swa_case_keys[f].key, swa_case_keys[f].hint);
     return 0;

@@ -18,6 +18,7 @@
 
 #include "backends/plan_decisions.h"
 #include "reference/reference.h"
+#include "backends/layer_plans.h"
 #include "harness/dump.h"
 
 #define SWA_GUARD_BYTES 4096
@@ -368,7 +369,18 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
     void *plan = NULL;
     uint8_t *out_g = NULL, *lse_g = NULL;
     float *lse_ln = NULL;
-    swa_status st = b->plan(c, &ctx->in, &po, &plan, &err);
+    swa_layer_plans layers = {0};
+    uint8_t *other_out = NULL, *other_lse = NULL;
+    swa_status st;
+    if (c->num_layers > 0) {
+        /* interleaved layers: plan every layer, run them all below */
+        st = swa_layer_plans_build(b, c, &ctx->in, &po, &layers, &err);
+        if (st != SWA_OK)
+            goto fail;
+        plan = layers.plan[c->layer];
+    } else {
+        st = b->plan(c, &ctx->in, &po, &plan, &err);
+    }
     if (st != SWA_OK)
         goto fail;
     swa_decisions decisions;
@@ -393,7 +405,31 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
         .guard_bytes = SWA_GUARD_BYTES,
         .guard_pattern = SWA_GUARD_PATTERN,
     };
-    st = b->run(plan, ctx->dev_inputs, &ro, &oa, &err);
+    if (c->num_layers > 0) {
+        /* every layer in model order over the same batch, as a forward pass
+         * does; this record's layer writes oa, the others a scratch output */
+        other_out = guarded_alloc(out_bytes);
+        other_lse = guarded_alloc(lse_bytes);
+        if (!other_out || !other_lse) {
+            st = swa_error_set(&err, SWA_ERR_NOMEM, "out of host memory for the other layers' outputs");
+            goto fail;
+        }
+        swa_out_args other = oa;
+        other.out = other_out + SWA_GUARD_BYTES;
+        other.lse = oa.lse ? (float *)(other_lse + SWA_GUARD_BYTES) : NULL;
+        for (int l = 0; l < c->num_layers && st == SWA_OK; l++) {
+            swa_run_opts lro = ro;
+            lro.window_left = c->layer_window_left[l];
+            st = b->run(layers.plan[l], ctx->dev_inputs, &lro, l == c->layer ? &oa : &other, &err);
+            if (st != SWA_OK) {
+                char why[sizeof err.message];
+                snprintf(why, sizeof why, "%s", err.message);
+                swa_error_set(&err, st, "layer %d (window_left %d): %s", l, c->layer_window_left[l], why);
+            }
+        }
+    } else {
+        st = b->run(plan, ctx->dev_inputs, &ro, &oa, &err);
+    }
     if (st != SWA_OK)
         goto fail;
     r->stage[SWA_STAGE_BACKEND] = swa_now() - t0;
@@ -458,8 +494,12 @@ fail:
         }
     }
 done:
-    if (plan)
+    if (c->num_layers > 0)
+        swa_layer_plans_free(b, &layers);
+    else if (plan)
         b->free(plan);
+    free(other_out);
+    free(other_lse);
     free(out_g);
     free(lse_g);
     free(lse_ln);

@@ -238,14 +238,14 @@ static_assert(swa_portable_cfg<256>::SMEM_BYTES <= 65536, "portable engine must 
 /* Soft-capped logits in the base-2 domain: c * tanh(s * scale / c) * log2(e). */
 template <int MT, int NT>
 __device__ __forceinline__ void swa_logits_capped(float (&s)[MT][NT / 8][4], float cap, float scale_over_cap,
-                                                  float cap_log2e)
+                                                  float cap_log2e, swa_mutant m)
 {
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
         for (int nt = 0; nt < NT / 8; nt++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) s[mt][nt][e] = cap_log2e * tanhf(s[mt][nt][e] * scale_over_cap);
+            for (int e = 0; e < 4; e++) s[mt][nt][e] = cap_log2e * swa_cap_tanh(s[mt][nt][e] * scale_over_cap, m);
 }
 
 /* The per-element mask of one tile: keys past a row's hi (causal bound or
@@ -538,13 +538,20 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
         /* logits -> base-2 domain, masked (skipped when the whole warp's
          * rows see every key of the tile).  Without a soft cap the scores
          * stay raw and the scale folds into the exponent (one FFMA). */
+        /* the left bounds in this tile (mutant WINDOW_MASK_SKIPPED_IN_EDGE_TILE
+         * drops them in the loop's first tile; Prob::FA_STYLE_MUTANTS marks the
+         * FlashInfer-style kernels it lives in, not AITER's) */
+        int lo_t[2 * MT];
+#pragma unroll
+        for (int r = 0; r < 2 * MT; r++)
+            lo_t[r] = Prob::FA_STYLE_MUTANTS ? swa_tile_row_lo(lo[r], kv_begin + tile * TK, kv_begin, prob.m) : lo[r];
         bool full = true;
 #pragma unroll
-        for (int r = 0; r < 2 * MT; r++) full = full && key0 >= lo[r] && key0 + NT - 1 <= hi[r];
+        for (int r = 0; r < 2 * MT; r++) full = full && key0 >= lo_t[r] && key0 + NT - 1 <= hi[r];
         const bool warp_full = swa_all_sync(full);
-        if (cap > 0.f) swa_logits_capped<MT, NT>(s, cap, prob.sm_scale / cap, cap * SWA_LOG2E);
+        if (cap > 0.f) swa_logits_capped<MT, NT>(s, cap, prob.sm_scale / cap, cap * SWA_LOG2E, prob.m);
         if (!warp_full)
-            swa_apply_mask<MT, NT>(s, lo, hi, key0, t4, cap > 0.f ? masked_low : masked_low / scale2);
+            swa_apply_mask<MT, NT>(s, lo_t, hi, key0, t4, cap > 0.f ? masked_low : masked_low / scale2);
         const float mul = cap > 0.f ? 1.f : scale2;
 
         /* online softmax; the quad (4 lanes) shares a row */
@@ -654,6 +661,13 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
             for (int e = 0; e < 8; e++) acc[e] += src[e] * wgt;
         }
         float inv = swa_state_inv_sum(den, prob.m); /* as the host: a NaN sum (poisoned key) stays NaN */
+        if (Prob::FA_STYLE_MUTANTS && swa_row_empty_by_sentinel(mmax, prob.m)) { /* FINITE_SENTINEL_EMPTY_ROW: "fully masked" */
+            inv = 0.f;
+            den = 0.f;
+            mmax = -CUDART_INF_F;
+#pragma unroll
+            for (int e = 0; e < 8; e++) acc[e] = 0.f;
+        }
 #pragma unroll
         for (int e = 0; e < 8; e++) acc[e] *= inv;
         prob.write_row(row, c, acc, mmax, den);

@@ -25,6 +25,7 @@ template <int D, bool MUT> struct swa_aiter_prob {
     const void *q, *k, *v;
     float sm_scale, soft_cap;
     swa_mutant m; /* SWA_MUTANT_NONE at compile time in the normal build */
+    static constexpr bool FA_STYLE_MUTANTS = false; /* engine: edge-tile and finite-sentinel mutants live here */
     int kv_begin, kv_end;
     int s, kvh, part, row_base, ctx, num_blocks, window_lo;
     const int *blocks;
@@ -53,9 +54,12 @@ template <int D, bool MUT> struct swa_aiter_prob {
         if (kv_begin >= ctx) return false; /* the reduce never reads it */
         kv_end = min(kv_begin + p.partition_size, ctx);
         window_lo = p.sliding_window > 0 ? ctx - p.sliding_window : INT_MIN;
-        /* nothing visible: an empty partition, no loads (mutant builds keep
-         * the loads so SOFTCAP_BEFORE_MASK sees its -soft_cap logits) */
-        if (!MUT && kv_end <= window_lo) kv_end = kv_begin;
+        /* nothing visible: an empty partition, no loads (SOFTCAP_BEFORE_MASK
+         * keeps the loads so it sees its -soft_cap logits; any other mutant
+         * skips as the normal build does, so evicted pages before the window
+         * stay unread as in the host emulation) */
+        bool quirk = MUT && m == SWA_MUTANT_SOFTCAP_BEFORE_MASK && soft_cap > 0.f;
+        if (!quirk && kv_end <= window_lo) kv_end = kv_begin;
         blocks = p.block_tables + (long long)s * p.max_blocks_per_seq;
         num_blocks = (ctx + p.block_size - 1) / p.block_size;
         return true;
@@ -100,7 +104,12 @@ template <int D, bool MUT> struct swa_aiter_prob {
         int hg = row_base + local;
         if (hg >= p.group_size) return;
         long long idx = ((long long)s * p.num_qo_heads + qo_head(hg)) * p.max_num_partitions + part;
-        swa_store8f(p.tmp_out + idx * D + c * 8, o);
+        if (c * 8 >= swa_pv_dims(D, m)) { /* HEAD_DIM_LOOP_TRUNCATED: the P.V loop never reached these dims */
+            const float zero[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+            swa_store8f(p.tmp_out + idx * D + c * 8, zero);
+        } else {
+            swa_store8f(p.tmp_out + idx * D + c * 8, o);
+        }
         if (c == 0) {
             p.max_logits[idx] = mx;
             p.exp_sums[idx] = d;

@@ -26,6 +26,7 @@ template <int D, typename T, bool MUT> struct swa_fa2_prob {
     const void *q, *k, *v;
     float sm_scale, soft_cap;
     swa_mutant m; /* SWA_MUTANT_NONE at compile time in the normal build */
+    static constexpr bool FA_STYLE_MUTANTS = true; /* engine: edge-tile and finite-sentinel mutants live here */
     int kv_begin, kv_end;
     int r, chunk, kvh, row_base, num_pages, window_lo;
     int page_begin;

@@ -24,6 +24,7 @@ template <int D, bool MUT> struct swa_prefill_prob {
     const void *q, *k, *v;
     float sm_scale, soft_cap;
     swa_mutant m; /* SWA_MUTANT_NONE at compile time in the normal build */
+    static constexpr bool FA_STYLE_MUTANTS = true; /* engine: edge-tile and finite-sentinel mutants live here */
     int kv_begin, kv_end;
     int r, chunk, kvh, qo_len, kv_len, row_base, row_limit, q_row0;
     long long ragged_base; /* ragged: element offset of (token 0 of the request, kv head) */

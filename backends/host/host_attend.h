@@ -88,6 +88,10 @@ typedef struct host_softmax_cfg {
     float sm_scale, soft_cap;
     bool cap_on;  /* soft cap compiled in (soft_cap > 0 and not SOFTCAP_COMPILED_OUT) */
     bool round_p; /* P rounded to dtype before P.V */
+    /* The CTA's KV loop start and the kernel-level mutant for
+     * swa_tile_row_lo and swa_cap_tanh (left zero: none). */
+    int kv_begin;
+    swa_mutant tile_mutant;
 } host_softmax_cfg;
 
 /* Online-softmax update of `rows` with the keys [kb, ke) already loaded in
@@ -96,12 +100,31 @@ static inline void host_attend_tile(host_row *rows, int nrows, const float *k_ti
                                     int ke, const host_softmax_cfg *cfg, float *scores)
 {
     int D = cfg->head_dim, n = ke - kb;
+    /* The GPU's P.V covers every loaded key, masked ones with P = 0, for
+     * every row: a non-finite V anywhere in the tile (an evicted page, a
+     * page the request does not own) makes those dims NaN, 0 * NaN = NaN,
+     * whether or not the row sees the key.  vz[e] = sum_t 0 * v[t][e] is 0
+     * or NaN; it is added to every row when some V is not finite. */
+    float vz[HOST_MAX_HEAD_DIM];
+    bool v_nonfinite = false;
+    for (int e = 0; e < D; e++)
+        vz[e] = 0.0f;
+    for (int t = 0; t < n; t++)
+        for (int e = 0; e < D; e++)
+            vz[e] += v_tile[(size_t)t * D + e] * 0.0f;
+    for (int e = 0; e < D; e++)
+        v_nonfinite |= vz[e] != 0.0f;
     for (int j = 0; j < nrows; j++) {
         host_row *row = &rows[j];
         float m_tile = -INFINITY;
         bool any_visible = false;
+        swa_key_range range = row->range;
+        range.lo = swa_tile_row_lo(range.lo, kb, cfg->kv_begin, cfg->tile_mutant);
+        if (v_nonfinite)
+            for (int e = 0; e < D; e++)
+                row->acc[e] += vz[e];
         for (int t = 0; t < n; t++) {
-            if (!swa_mask_visible(kb + t, row->range)) {
+            if (!swa_mask_visible(kb + t, range)) {
                 scores[t] = -INFINITY;
                 continue;
             }
@@ -110,7 +133,7 @@ static inline void host_attend_tile(host_row *rows, int nrows, const float *k_ti
             float qk = 0.0f;
             for (int e = 0; e < D; e++)
                 qk += row->q[e] * kr[e];
-            scores[t] = swa_logit_log2(qk, cfg->sm_scale, cfg->soft_cap, cfg->cap_on);
+            scores[t] = swa_logit_log2(qk, cfg->sm_scale, cfg->soft_cap, cfg->cap_on, cfg->tile_mutant);
             if (scores[t] > m_tile) /* like fmaxf: a NaN score does not become the max */
                 m_tile = scores[t];
         }
@@ -144,10 +167,12 @@ static inline void host_row_store(const host_row *row, const host_softmax_cfg *c
 {
     size_t base = ((size_t)row->out_row * num_qo_heads + row->qo_head) * cfg->head_dim;
     float inv = swa_state_inv_sum(row->d, m); /* NaN stays NaN */
+    bool sentinel_empty = swa_row_empty_by_sentinel(row->m, m);
     for (int e = 0; e < cfg->head_dim; e++)
-        swa_store(cfg->dtype, out, base + e, row->acc[e] * inv);
+        swa_store(cfg->dtype, out, base + e, sentinel_empty ? 0.0f : row->acc[e] * inv);
     if (lse)
-        lse[(size_t)row->out_row * num_qo_heads + row->qo_head] = swa_lse_store_value(swa_state_lse(row->m, row->d), m);
+        lse[(size_t)row->out_row * num_qo_heads + row->qo_head] =
+            swa_lse_store_value(sentinel_empty ? -INFINITY : swa_state_lse(row->m, row->d), m);
 }
 
 /* Partial state of a row into slot `slot` of the partial buffers (fp32,
@@ -157,9 +182,10 @@ static inline void host_row_store_partial(const host_row *row, int slot, int num
 {
     size_t base = ((size_t)slot * num_qo_heads + row->qo_head) * head_dim;
     float inv = swa_state_inv_sum(row->d, m); /* NaN stays NaN */
+    bool sentinel_empty = swa_row_empty_by_sentinel(row->m, m);
     for (int e = 0; e < head_dim; e++)
-        o_part[base + e] = row->acc[e] * inv;
-    lse_part[(size_t)slot * num_qo_heads + row->qo_head] = swa_state_lse(row->m, row->d);
+        o_part[base + e] = sentinel_empty ? 0.0f : row->acc[e] * inv;
+    lse_part[(size_t)slot * num_qo_heads + row->qo_head] = sentinel_empty ? -INFINITY : swa_state_lse(row->m, row->d);
 }
 
 /* The merge kernel for one (output row, qo head): the n partials at slots

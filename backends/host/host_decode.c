@@ -94,6 +94,8 @@ swa_status swa_host_run_decode_fa2(const swa_decode_fa2_plan *p, int grid_work, 
                 .layout = p->layout, .page_size = p->page_size, .indices = p->kv_indices,
                 .page_begin = p->kv_indptr[r], .num_pages = pages, .page_mutant = p->mutant,
             };
+            cfg.kv_begin = begin;
+            cfg.tile_mutant = p->mutant;
             for (int kb = begin; kb < end; kb += HOST_FA2_TILE) {
                 int ke = swa_imin(kb + HOST_FA2_TILE, end);
                 host_kv_load_tile(&view, kb, ke, k_tile, v_tile);
@@ -188,7 +190,7 @@ static void aiter_partition_run(const swa_decode_aiter_plan *p, const swa_inputs
                 float qk = 0.0f;
                 for (int e = 0; e < D; e++)
                     qk += q[e] * sc->krow[e];
-                lg[(size_t)g * P] = swa_logit_log2(qk, p->scale, p->soft_cap, cap_on);
+                lg[(size_t)g * P] = swa_logit_log2(qk, p->scale, p->soft_cap, cap_on, p->mutant);
             }
         }
         any = true;
@@ -198,6 +200,7 @@ static void aiter_partition_run(const swa_decode_aiter_plan *p, const swa_inputs
     }
     for (int e = 0; e < G * D; e++)
         tmp_out[e] = 0.0f;
+    int pv_dims = swa_pv_dims(D, p->mutant); /* dims past it stay 0 (HEAD_DIM_LOOP_TRUNCATED) */
     for (int g = 0; g < G; g++)
         part[g].exp_sum = 0.0f;
     if (!any)
@@ -226,7 +229,7 @@ static void aiter_partition_run(const swa_decode_aiter_plan *p, const swa_inputs
             if (pr == 0.0f)
                 continue;
             float *acc = tmp_out + (size_t)g * D;
-            for (int e = 0; e < D; e++)
+            for (int e = 0; e < pv_dims; e++)
                 acc[e] += pr * sc->vrow[e];
         }
     }

@@ -60,10 +60,13 @@ static void prefill_cta(const swa_prefill_plan *p, const swa_inputs *in, int w, 
         .num_pages = in->paged.indptr ? in->paged.indptr[r + 1] - in->paged.indptr[r] : 0,
         .page_mutant = SWA_MUTANT_NONE, /* page-table mutants live in the decode kernels */
     };
+    host_softmax_cfg tile_cfg = *cfg;
+    tile_cfg.kv_begin = kv_begin;
+    tile_cfg.tile_mutant = m;
     for (int kb = kv_begin; kb < kv_end; kb += p->cta_tile_kv) {
         int ke = swa_imin(kb + p->cta_tile_kv, kv_end);
         host_kv_load_tile(&view, kb, ke, s->k_tile, s->v_tile);
-        host_attend_tile(s->rows, nrows, s->k_tile, s->v_tile, kb, ke, cfg, s->scores);
+        host_attend_tile(s->rows, nrows, s->k_tile, s->v_tile, kb, ke, &tile_cfg, s->scores);
     }
 
     for (int j = 0; j < nrows; j++) {
