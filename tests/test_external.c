@@ -89,35 +89,52 @@ static void expect_diagnosis(const cJSON *rep, const char *backend, const char *
     cr_expect_gt(checked, 50, "%s: only %d failures diagnosed \"%s\"", backend, checked, text);
 }
 
-Test(external, example_plugin_passes_the_library_and_its_wrong_twin_is_diagnosed)
+/* The wrong twins run over the window-edge files only: every failure is
+ * explained (up to 32 reference variants each), which over the whole
+ * library took most of the suite's time; the exact twins run everything. */
+#define TWIN_CASES "cases/window_edges.json cases/edge_pm1.json cases/seed003_aiter_decode.json cases/window_right.json"
+
+Test(external, example_plugin_passes_the_library_and_its_wrong_twin_is_diagnosed, .timeout = 900)
 {
     char args[1024];
-    snprintf(args, sizeof args, "run --device host --plugin %s/libswadiff_minimal.so --backend 'minimal:*' "
+    snprintf(args, sizeof args, "run --device host --plugin %s/libswadiff_minimal.so --backend 'minimal:exact' "
              "--report %s -q cases", SWADIFF_PLUGIN_DIR, tmpdir);
     int rc = swadiff(NULL, args);
-    cr_expect_eq(rc, 1, "exit %d (1: window_short mismatches):\n%s", rc, out);
+    cr_expect_eq(rc, 0, "exit %d:\n%s", rc, out);
     cJSON *rep = report();
     int exact = count(rep, "minimal:exact", "passed", NULL);
-    cr_expect_gt(exact, 400, "minimal:exact* passed %d", exact);
+    cr_expect_gt(exact, 400, "minimal:exact passed %d", exact);
     cr_expect_eq(count(rep, "minimal:exact", "failed", NULL) + count(rep, "minimal:exact", "error", NULL), 0);
-    cr_expect_gt(count(rep, "minimal:window_short", "failed", NULL), 100);
+    cJSON_Delete(rep);
+    snprintf(args, sizeof args, "run --device host --plugin %s/libswadiff_minimal.so --backend 'minimal:window_short' "
+             "--report %s -q " TWIN_CASES, SWADIFF_PLUGIN_DIR, tmpdir);
+    rc = swadiff(NULL, args);
+    cr_expect_eq(rc, 1, "exit %d (1: window_short mismatches):\n%s", rc, out);
+    rep = report();
+    cr_expect_gt(count(rep, "minimal:window_short", "failed", NULL), 90);
     expect_diagnosis(rep, "minimal:window_short", "window one key short");
     cJSON_Delete(rep);
 }
 
-Test(external, numpy_exact_adapter_passes_every_shipped_case_and_the_wrong_twin_is_diagnosed)
+Test(external, numpy_exact_adapter_passes_every_shipped_case_and_the_wrong_twin_is_diagnosed, .timeout = 900)
 {
     char args[1024];
-    snprintf(args, sizeof args, "run --device host --adapter numpy_exact --adapter numpy_wrong_window "
-             "--backend 'numpy_exact:*,numpy_wrong_window:*' --report %s -q cases", tmpdir);
+    snprintf(args, sizeof args, "run --device host --adapter numpy_exact --backend 'numpy_exact:*' --report %s -q cases",
+             tmpdir);
     int rc = swadiff(PY, args);
-    cr_expect_eq(rc, 1, "exit %d:\n%s", rc, out);
+    cr_expect_eq(rc, 0, "exit %d:\n%s", rc, out);
     cJSON *rep = report();
     int pass = count(rep, "numpy_exact:exact", "passed", NULL);
     int skip = count(rep, "numpy_exact:exact", "skipped", "expect_error");
     cr_expect_gt(pass, 200);
     cr_expect_eq(pass + skip, total(rep, "numpy_exact:exact"), "every shipped case passes (or pins a refusal)");
-    cr_expect_gt(count(rep, "numpy_wrong_window:window_short", "failed", NULL), 100);
+    cJSON_Delete(rep);
+    snprintf(args, sizeof args, "run --device host --adapter numpy_wrong_window --backend 'numpy_wrong_window:*' "
+             "--report %s -q " TWIN_CASES, tmpdir);
+    rc = swadiff(PY, args);
+    cr_expect_eq(rc, 1, "exit %d:\n%s", rc, out);
+    rep = report();
+    cr_expect_gt(count(rep, "numpy_wrong_window:window_short", "failed", NULL), 90);
     expect_diagnosis(rep, "numpy_wrong_window:window_short", "window one key short");
     cJSON_Delete(rep);
 }
