@@ -26,8 +26,12 @@ if [ -n "${SWADIFF_SANITIZE_QUICK:-}" ]; then
   racecheck_cases=(cases/seed000_paged_prefill.json cases/return_lse.json)
 else
   memcheck_cases=(cases/window_edges.json cases/seed000_paged_prefill.json cases/seed003_aiter_decode.json
-                  cases/layouts.json cases/return_lse.json cases/cuda_graph.json cases/poison.json)
-  racecheck_cases=(cases/window_edges.json cases/seed000_paged_prefill.json cases/layouts.json)
+                  cases/layouts.json cases/return_lse.json cases/cuda_graph.json cases/poison.json
+                  cases/window_right.json cases/chunked.json cases/empty_rows.json cases/gqa_window_tile.json
+                  cases/layers.json cases/page_units.json cases/softcap_large.json cases/head_dims.json
+                  cases/finite_sentinel.json)
+  racecheck_cases=(cases/window_edges.json cases/seed000_paged_prefill.json cases/layouts.json
+                   cases/window_right.json cases/chunked.json cases/empty_rows.json)
 fi
 tmo=${SWADIFF_T_SANITIZE:-1800}
 
