@@ -248,62 +248,55 @@ Test(cli, timeout_is_an_error_and_the_run_goes_on)
     cJSON_Delete(j);
 }
 
-Test(cli, case_too_large_for_memory_is_refused_before_allocating)
+/* Runs five.json with one memory cap in the environment (exit 3 expected)
+ * and counts its results: errors (each must name its case and contain
+ * every one of the needles), and passes. */
+static void run_capped(const char *env, const char *const *needles, int *refused, int *passed)
 {
-    char cmd[1024], path[512];
-    snprintf(cmd, sizeof cmd, "SWADIFF_MAX_HOST_BYTES=100000 " SWADIFF_BINARY " run --device host --report %s/r "
-             DATA "/five.json", tmpdir);
-    char log[16384];
+    char cmd[1024], path[512], log[16384];
+    snprintf(cmd, sizeof cmd, "%s " SWADIFF_BINARY " run --device host --report %s/r " DATA "/five.json", env, tmpdir);
     int rc = run(cmd, log, sizeof log);
     cr_assert_eq(rc, 3, "exit %d:\n%s", rc, log);
     snprintf(path, sizeof path, "%s/r/report.json", tmpdir);
     cJSON *j = read_json(path);
     cJSON *cases = cJSON_GetObjectItem(j, "cases");
-    int refused = 0;
-    for (int k = 0; k < cJSON_GetArraySize(cases); k++) {
-        cJSON *x = cJSON_GetArrayItem(cases, k);
-        const char *msg = cJSON_GetObjectItem(x, "message")->valuestring;
-        if (!strcmp(cJSON_GetObjectItem(x, "outcome")->valuestring, "error") && strstr(msg, "GiB of host memory"))
-            refused++;
-    }
-    /* the larger kv_len cases exceed 100 kB; the smallest may fit */
-    cr_assert_geq(refused, 3, "expected the large cases refused with a memory message:\n%s", log);
-    cJSON_Delete(j);
-}
-
-Test(cli, case_too_large_for_device_memory_is_refused_before_upload)
-{
-    char cmd[1024], path[512];
-    /* the cap stands in for a small GPU: the host emulation has no memory of
-     * its own, so only SWADIFF_MAX_DEVICE_BYTES limits it */
-    snprintf(cmd, sizeof cmd, "SWADIFF_MAX_DEVICE_BYTES=60000 " SWADIFF_BINARY " run --device host --report %s/r "
-             DATA "/five.json", tmpdir);
-    char log[16384];
-    int rc = run(cmd, log, sizeof log);
-    cr_assert_eq(rc, 3, "exit %d:\n%s", rc, log);
-    snprintf(path, sizeof path, "%s/r/report.json", tmpdir);
-    cJSON *j = read_json(path);
-    cJSON *cases = cJSON_GetObjectItem(j, "cases");
-    int refused = 0, passed = 0;
+    *refused = *passed = 0;
     for (int k = 0; k < cJSON_GetArraySize(cases); k++) {
         cJSON *x = cJSON_GetArrayItem(cases, k);
         const char *outcome = cJSON_GetObjectItem(x, "outcome")->valuestring;
         const char *msg = cJSON_GetObjectItem(x, "message")->valuestring;
-        const char *id = cJSON_GetObjectItem(x, "id")->valuestring;
-        if (!strcmp(outcome, "error")) {
-            /* the message names the case, the bytes, the device and the cap */
-            cr_assert(strstr(msg, id) && strstr(msg, "bytes) of device memory on host") &&
-                          strstr(msg, "SWADIFF_MAX_DEVICE_BYTES"),
-                      "%s", msg);
-            refused++;
-        } else if (!strcmp(outcome, "passed")) {
-            passed++;
-        }
+        if (!strcmp(outcome, "passed"))
+            (*passed)++;
+        if (strcmp(outcome, "error") != 0)
+            continue;
+        cr_assert(strstr(msg, cJSON_GetObjectItem(x, "id")->valuestring), "the message names the case: %s", msg);
+        for (const char *const *n = needles; *n; n++)
+            cr_assert(strstr(msg, *n), "\"%s\" missing: %s", *n, msg);
+        (*refused)++;
     }
-    /* the long cases exceed 60 kB of device memory; the short ones still run */
-    cr_assert_geq(refused, 1, "expected cases refused with a device-memory message:\n%s", log);
-    cr_assert_geq(passed, 1, "expected the small cases to run:\n%s", log);
     cJSON_Delete(j);
+}
+
+Test(cli, case_too_large_for_memory_is_refused_before_allocating)
+{
+    static const char *const needles[] = {"GiB of host memory", NULL};
+    int refused, passed;
+    run_capped("SWADIFF_MAX_HOST_BYTES=100000", needles, &refused, &passed);
+    /* the larger kv_len cases exceed 100 kB; the smallest may fit */
+    cr_assert_geq(refused, 3, "expected the large cases refused with a memory message");
+}
+
+Test(cli, case_too_large_for_device_memory_is_refused_before_upload)
+{
+    /* the cap stands in for a small GPU: the host emulation has no memory of
+     * its own, so only SWADIFF_MAX_DEVICE_BYTES limits it; the message names
+     * the bytes, the device and the cap */
+    static const char *const needles[] = {"bytes) of device memory on host", "SWADIFF_MAX_DEVICE_BYTES", NULL};
+    int refused, passed;
+    run_capped("SWADIFF_MAX_DEVICE_BYTES=60000", needles, &refused, &passed);
+    /* the long cases exceed 60 kB of device memory; the short ones still run */
+    cr_assert_geq(refused, 1, "expected cases refused with a device-memory message");
+    cr_assert_geq(passed, 1, "expected the small cases to run");
 }
 
 Test(cli, selftest_fails_when_a_mutant_survives_and_passes_when_killed)
