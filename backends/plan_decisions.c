@@ -32,9 +32,10 @@ static const swa_decision_def decision_table[SWA_DEC_COUNT] = {
     [SWA_DEC_CAUSAL] = {"causal", {"causal", "non_causal"}, false, "prefill causal mask"},
     [SWA_DEC_SM_SCALE] = {"sm_scale", {"default", "custom"}, false, "1/sqrt(head_dim) or a case's own scale"},
     [SWA_DEC_SOFT_CAP] = {"soft_cap", {"off", "on"}, false, "logit soft cap"},
-    [SWA_DEC_WINDOW] = {"window", {"none", "window_left", "saturated"}, false,
-                        "no window; a left window that drops keys for some row; a window that drops "
-                        "nothing (L >= kv_len - 1 for every request)"},
+    [SWA_DEC_WINDOW] = {"window", {"none", "window_left", "saturated", "window_right", "chunked"}, false,
+                        "no window; a left window that drops keys for some row; a left window that drops "
+                        "nothing (L >= kv_len - 1 for every request); a non-causal band with a right bound "
+                        "R >= 0 (with or without L); chunked local attention (attention_chunk_size)"},
     [SWA_DEC_WINDOW_START] = {"window_start", {"mid_page", "on_page"}, true,
                               "per request with a binding window (paged): the newest row's window starts "
                               "inside a page or on a page boundary"},
@@ -62,6 +63,11 @@ static const swa_decision_def decision_table[SWA_DEC_COUNT] = {
                           "shadow decode_fa2 plan"},
     [SWA_DEC_SLIDING_WINDOW] = {"sliding_window", {"off", "one", "wide"}, false,
                                 "AITER's S: 0 (no mask), 1 (L = 0: only the newest key), > 1"},
+    [SWA_DEC_EMPTY_ROWS] = {"empty_rows", {"no", "yes"}, false,
+                            "prefill: some request has qo_len > kv_len (its first rows sit before key 0)"},
+    [SWA_DEC_LAYERS] = {"layers", {"one", "several"}, false,
+                        "from the case: one plan over the batch, or one per layer of a \"layers\" case "
+                        "(interleaved windows, all run in order)"},
 };
 
 static const swa_decision_pair pair_table[] = {
@@ -71,7 +77,9 @@ static const swa_decision_pair pair_table[] = {
     {SWA_DEC_PAGE_SIZE, SWA_DEC_WINDOW_PAGES}, {SWA_DEC_GRAPH, SWA_DEC_SPLIT_KV},
     {SWA_DEC_GRAPH, SWA_DEC_WINDOW},         {SWA_DEC_LAYOUT, SWA_DEC_KV_MODE},
     {SWA_DEC_SOFT_CAP, SWA_DEC_WINDOW},      {SWA_DEC_MERGE, SWA_DEC_WINDOW_SKIP},
-    {SWA_DEC_SLIDING_WINDOW, SWA_DEC_MERGE},
+    {SWA_DEC_SLIDING_WINDOW, SWA_DEC_MERGE}, {SWA_DEC_WINDOW, SWA_DEC_CTA_TILE_Q},
+    {SWA_DEC_WINDOW, SWA_DEC_PAGE_SIZE},     {SWA_DEC_GRAPH_BATCH, SWA_DEC_SPLIT_KV},
+    {SWA_DEC_EMPTY_ROWS, SWA_DEC_SPLIT_KV},  {SWA_DEC_LAYERS, SWA_DEC_WINDOW},
 };
 
 const swa_decision_def *swa_decision_def_at(int key)
@@ -164,9 +172,13 @@ static bool put_request_window(swa_decisions *d, int ws, int kv_len, int page_si
     return true;
 }
 
-static void put_window_kind(swa_decisions *d, bool has_window, bool binds)
+/* The window kind: chunks and right bounds first (a band may also have a
+ * left bound; the loader refuses a left window with chunks), then the left
+ * window, binding or saturated. */
+static void put_window_kind(swa_decisions *d, int chunk_size, bool band, bool has_window, bool binds)
 {
-    put(d, SWA_DEC_WINDOW, !has_window ? "none" : binds ? "window_left" : "saturated");
+    put(d, SWA_DEC_WINDOW, chunk_size > 0 ? "chunked" : band ? "window_right" : !has_window ? "none"
+                           : binds ? "window_left" : "saturated");
 }
 
 static void put_chunks(swa_decisions *d, const int *req_num_chunks, int n)
@@ -191,7 +203,11 @@ static void prefill_decisions(const swa_prefill_plan *p, swa_decisions *d)
     for (int r = 0; L >= 0 && r < p->num_requests; r++)
         if (p->qo_len[r] > 0)
             binds |= put_request_window(d, p->kv_len[r] - 1 - L, p->kv_len[r], p->page_size, paged);
-    put_window_kind(d, L >= 0, binds);
+    put_window_kind(d, p->chunk_size, !p->causal && p->window_right >= 0, L >= 0, binds);
+    bool empty = false;
+    for (int r = 0; r < p->num_requests; r++)
+        empty |= p->qo_len[r] > p->kv_len[r];
+    put_if(d, SWA_DEC_EMPTY_ROWS, empty, "yes", "no");
     if (binds) {
         /* the KV-start skip of plan.h: the item starts past its chunk's
          * first key because its first row's window starts a tile later */
@@ -240,7 +256,7 @@ static void fa2_decisions(const swa_decode_fa2_plan *p, const swa_decode_fa2_pla
             skip |= ws - ws % p->page_size > 0; /* chunk 0 starts at the window's page */
         }
     }
-    put_window_kind(d, L >= 0, binds);
+    put_window_kind(d, p->chunk_size, false, L >= 0, binds);
     if (binds)
         put_if(d, SWA_DEC_WINDOW_SKIP, skip, "some", "none");
     put_if(d, SWA_DEC_SPLIT_KV, p->split_kv, "on", "off");
@@ -268,7 +284,7 @@ static void aiter_decisions(const swa_decode_aiter_plan *p, swa_decisions *d)
             skip |= ws >= p->partition_size; /* partition 0 lies wholly before the window */
         }
     }
-    put_window_kind(d, S > 0, binds);
+    put_window_kind(d, 0, false, S > 0, binds);
     if (binds)
         put_if(d, SWA_DEC_WINDOW_SKIP, skip, "some", "none");
     put_if(d, SWA_DEC_MERGE, p->max_num_partitions > 1, "merge", "direct");
@@ -303,7 +319,10 @@ swa_status swa_plan_decisions(const swa_backend *b, const swa_case *c, const voi
     } else {
         return swa_error_set(err, SWA_ERR_UNSUPPORTED, "plan decisions: %s is not a built-in backend", b->name);
     }
-    (void)c; /* everything above comes from the plan itself: what was decided, not what was asked */
+    /* everything above comes from the plan itself (what was decided, not
+     * what was asked); the layer count is the case's: no plan knows it */
+    if (c)
+        put_if(d, SWA_DEC_LAYERS, c->num_layers > 1, "several", "one");
     return SWA_OK;
 }
 
@@ -383,6 +402,10 @@ const char *swa_decision_inapplicable(const swa_backend *b, int key)
         return kind == B_AITER || kind == B_AUTO ? NULL : "prefill and decode_fa2 always write their own base-2 LSE";
     case SWA_DEC_SLIDING_WINDOW:
         return kind == B_AITER || kind == B_AUTO ? NULL : "the AITER S = L + 1 mapping exists only in decode_aiter";
+    case SWA_DEC_EMPTY_ROWS:
+        return decode ? "a decode row is the newest key of its request (qo_len 1, and the case format requires "
+                        "kv_len >= 1): it always sees that key"
+                      : NULL;
     default:
         return NULL;
     }
@@ -394,9 +417,17 @@ const char *swa_decision_unreachable(const swa_backend *b, int key, int v)
     if (why)
         return why;
     const char *value = v >= 0 && v < swa_decision_value_count(key) ? decision_table[key].values[v] : "";
-    if (key == SWA_DEC_GRAPH_BATCH && strcmp(value, "more_live"))
-        return "the case format requires graph_capture_requests < the number of requests (harness/case_expand.c): "
-               "the replayed batch is always larger than the captured one";
+    int kind = backend_kind(b);
+    if (key == SWA_DEC_GRAPH_BATCH && !strcmp(value, "same"))
+        return "the case format refuses graph_capture_requests equal to the number of requests "
+               "(harness/case_expand.c): capture fewer (replay the larger batch) or more (placeholder requests, "
+               "replay fewer live ones)";
+    if (key == SWA_DEC_WINDOW && !strcmp(value, "window_right") && kind != B_PREFILL)
+        return "a decode row is the newest key: a right bound removes nothing, and the decode plans carry none "
+               "(backends/plan.h)";
+    if (key == SWA_DEC_WINDOW && !strcmp(value, "chunked") && kind == B_AITER)
+        return "decode_aiter refuses attention_chunk_size (supports(): AITER PA v1 has one sliding_window per "
+               "launch, counted back from the context end)";
     if (key == SWA_DEC_LSE_PATH && !strcmp(value, "native") && backend_kind(b) == B_AITER)
         return "decode_aiter has no LSE output of its own (only none or the shadow decode_fa2 plan)";
     if (key == SWA_DEC_REQ_CHUNKS && !strcmp(value, "zero"))
@@ -423,13 +454,9 @@ const char *swa_decision_pair_unreachable(const swa_backend *b, int ka, int va, 
                "of a one-request batch always has several chunks";
     if (PAIR(SWA_DEC_MERGE, "direct", SWA_DEC_WINDOW_SKIP, "some") && kind == B_AITER)
         return "with one partition that partition holds the newest key, so it is never wholly before the window";
-    if (kind == B_AUTO && PAIR(SWA_DEC_GRAPH, "off", SWA_DEC_SPLIT_KV, ""))
-        return "decode_auto sends non-graph cases to decode_aiter, which has no split-KV";
-    if (kind == B_AUTO && (PAIR(SWA_DEC_SPLIT_KV, "off", SWA_DEC_BATCH, "single") ||
-                           PAIR(SWA_DEC_SPLIT_KV, "on", SWA_DEC_BATCH, "single") ||
-                           PAIR(SWA_DEC_REQ_CHUNKS, "several", SWA_DEC_BATCH, "single")))
-        return "decode_auto has split-KV only on its CUDA-graph route (decode_fa2), and a CUDA-graph case has at "
-               "least two requests (1 <= graph_capture_requests < requests)";
+    /* decode_auto: no rule ties split-KV to CUDA-graph mode or to the batch
+     * size: its decode_fa2 route (split-KV) also serves chunked cases without
+     * a graph, one request or several (decode_auto.c) */
 #undef PAIR
     return NULL;
 }

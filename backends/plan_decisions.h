@@ -6,7 +6,9 @@
  * plan_decisions.c).  Most decisions take one value per plan; the per-request
  * ones (req_chunks, window_start, window_pages) take a set: every value some
  * request of the batch took.  A decision a plan does not have (cta_tile_q of
- * a decode plan, window_start without a binding window) is absent.
+ * a decode plan, window_start without a binding window) is absent.  One
+ * decision comes from the case rather than the plan: layers (how many plans
+ * the case makes over its batch; each plan itself does not know).
  *
  * The same file says which values and which pairs of values each backend's
  * planner can reach from some valid case (swa_decision_unreachable and
@@ -53,6 +55,8 @@ typedef enum {
     SWA_DEC_ROUTE,
     SWA_DEC_LSE_PATH,
     SWA_DEC_SLIDING_WINDOW,
+    SWA_DEC_EMPTY_ROWS,
+    SWA_DEC_LAYERS,
     SWA_DEC_COUNT
 } swa_decision_key;
 

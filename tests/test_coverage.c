@@ -51,6 +51,16 @@ Test(coverage, known_gaps_of_a_small_library)
     cr_expect(strstr(out, "gqa_group      1 1, 2-4 0 GAP, 5-7 0 GAP, 8+ 0 GAP"), "%s", out);
     cr_expect(strstr(out, "cta_tile_q     16 1, 64 0 GAP, 128 0 GAP"), "%s", out);
     cr_expect(strstr(out, "graph          off 1, on 0 GAP"), "%s", out);
+    /* the window kinds: prefill can take all five, decode_fa2 no right bound */
+    cr_expect(strstr(out, "window         none 0 GAP, window_left 1, saturated 0 GAP, window_right 0 GAP, "
+                          "chunked 0 GAP"), "%s", out);
+    cr_expect(strstr(out, "window         none 0 GAP, window_left 1, saturated 0 GAP, window_right 0 (unreachable), "
+                          "chunked 0 GAP"), "%s", out);
+    cr_expect(strstr(out, "empty_rows     no 1, yes 0 GAP"), "%s", out);
+    cr_expect(strstr(out, "layers         one 1, several 0 GAP"), "%s", out);
+    cr_expect(strstr(out, "graph_batch    more_live 0 GAP, same 0 (unreachable), fewer_live 0 GAP"), "%s", out);
+    cr_expect(strstr(out, "graph_batch x split_kv       0/4  GAP: more_live+off, more_live+on, fewer_live+off, "
+                          "fewer_live+on"), "%s", out);
     cr_expect(!strstr(out, "decode_aiter"), "backends no case names are not planned:\n%s", out);
 
     char path[512];
@@ -108,6 +118,10 @@ Test(coverage, usage_errors)
 {
     cr_expect_eq(sh("'%s' coverage --help", SWADIFF_BINARY), 0, "%s", out);
     cr_expect(strstr(out, "usage: swadiff coverage") && strstr(out, "split_kv x batch"), "%s", out);
+    cr_expect(strstr(out, "none | window_left | saturated | window_right | chunked") &&
+                  strstr(out, "graph_batch x split_kv") && strstr(out, "window x page_size") &&
+                  strstr(out, "empty_rows") && strstr(out, "layers"),
+              "the help lists the window kinds, the new decisions and pairs:\n%s", out);
     cr_expect_eq(sh("'%s' coverage --backend nope '%s/cases'", SWADIFF_BINARY, SRC), 2, "%s", out);
     cr_expect_eq(sh("'%s' coverage --bogus", SWADIFF_BINARY), 2, "%s", out);
     cr_expect_eq(sh("'%s' coverage '%s/no-such-folder'", SWADIFF_BINARY, tmpdir), 2, "%s", out);

@@ -1,6 +1,7 @@
 /* test_plan_decisions.c — backends/plan_decisions.c: the decisions read back
  * from real plans (prefill split, decode_fa2 graph, decode_aiter's S, the
- * decode_auto route), the text they are stored as, and the reachability
+ * decode_auto route, the window kinds, empty rows, layers and a graph
+ * replayed with fewer live requests), the text they are stored as, and the reachability
  * rules the coverage command trusts.
  *
  *   ctest --test-dir build -R test_plan_decisions --output-on-failure */
@@ -194,6 +195,73 @@ Test(plan_decisions, auto_records_its_route)
     planned_free(&p);
 }
 
+static void band_tweak(swa_case *c)
+{
+    c->causal = false;
+    c->window_right = 2;
+}
+
+static void chunk_tweak(swa_case *c) { c->chunk_size = 8; }
+
+static void layers_tweak(swa_case *c)
+{
+    c->num_layers = 2;
+    c->layer_window_left[0] = c->window_left;
+    c->layer_window_left[1] = -1;
+}
+
+static void graph_fewer_live_tweak(swa_case *c)
+{
+    c->cuda_graph = true;
+    c->graph_capture_requests = 6; /* placeholder bucket larger than the 3 live requests */
+}
+
+/* The window kinds of 7a51b88: a non-causal band, chunks, empty rows. */
+Test(plan_decisions, prefill_window_kinds_and_empty_rows)
+{
+    planned p;
+    int qo[] = {20, 4}, kv[] = {7, 40};
+    plan_case(&p, &swa_backend_prefill, 2, qo, kv, 2, 1, 16, 3, SWA_MUTANT_NONE, band_tweak);
+    expect_has(&p, "window=window_right");
+    expect_has(&p, "causal=non_causal");
+    expect_has(&p, "empty_rows=yes"); /* request 0: 20 rows over 7 keys */
+    expect_has(&p, "layers=one");
+    planned_free(&p);
+    plan_case(&p, &swa_backend_prefill, 2, qo, kv, 2, 1, 16, -1, SWA_MUTANT_NONE, chunk_tweak);
+    expect_has(&p, "window=chunked");
+    expect_lacks_key(&p, "window_start"); /* a chunk start is no left window */
+    planned_free(&p);
+    int qo2[] = {4}, kv2[] = {40};
+    plan_case(&p, &swa_backend_prefill, 1, qo2, kv2, 2, 1, 16, 3, SWA_MUTANT_NONE, layers_tweak);
+    expect_has(&p, "empty_rows=no");
+    expect_has(&p, "window=window_left");
+    expect_has(&p, "layers=several");
+    planned_free(&p);
+}
+
+Test(plan_decisions, fa2_chunks_and_a_graph_replayed_with_fewer_live_requests)
+{
+    planned p;
+    int qo[] = {1, 1, 1}, kv[] = {30, 600, 45};
+    plan_case(&p, &swa_backend_decode_fa2, 3, qo, kv, 8, 1, 16, -1, SWA_MUTANT_NONE, chunk_tweak);
+    expect_has(&p, "window=chunked");
+    expect_lacks_key(&p, "empty_rows"); /* decode rows always see their newest key */
+    planned_free(&p);
+    plan_case(&p, &swa_backend_decode_fa2, 3, qo, kv, 8, 1, 16, 31, SWA_MUTANT_NONE, graph_fewer_live_tweak);
+    expect_has(&p, "graph=on");
+    expect_has(&p, "graph_batch=fewer_live");
+    expect_has(&p, "window=window_left");
+    planned_free(&p);
+    /* decode_auto sends chunked cases to decode_fa2 without a CUDA graph */
+    int qo1[] = {1}, kv1[] = {1000};
+    plan_case(&p, &swa_backend_decode_auto, 1, qo1, kv1, 8, 1, 16, -1, SWA_MUTANT_NONE, chunk_tweak);
+    expect_has(&p, "route=decode_fa2");
+    expect_has(&p, "graph=off");
+    expect_has(&p, "batch=single");
+    expect_has(&p, "window=chunked");
+    planned_free(&p);
+}
+
 Test(plan_decisions, format_is_cut_safely)
 {
     swa_decisions d = {0};
@@ -234,12 +302,52 @@ Test(plan_decisions, reachability_rules)
                                                 swa_decision_value_index(SWA_DEC_LSE_PATH, "native")));
     cr_expect_null(swa_decision_unreachable(&swa_backend_decode_auto, SWA_DEC_LSE_PATH,
                                             swa_decision_value_index(SWA_DEC_LSE_PATH, "native")));
+    /* the window kinds, empty rows and graph batches of the new features */
+    int w = SWA_DEC_WINDOW, band = swa_decision_value_index(w, "window_right"),
+        chunked = swa_decision_value_index(w, "chunked");
+    int gb = SWA_DEC_GRAPH_BATCH, same = swa_decision_value_index(gb, "same"),
+        fewer = swa_decision_value_index(gb, "fewer_live");
+    cr_assert(band >= 0 && chunked >= 0 && same >= 0 && fewer >= 0);
+    cr_expect_null(swa_decision_unreachable(&swa_backend_prefill, w, band));
+    cr_expect_null(swa_decision_unreachable(&swa_backend_prefill, w, chunked));
+    for (int i = 1; i < 4; i++)
+        cr_expect_not_null(swa_decision_unreachable(all[i], w, band), "%s: decode rows have no right bound",
+                           all[i]->name);
+    cr_expect_null(swa_decision_unreachable(&swa_backend_decode_fa2, w, chunked));
+    cr_expect_null(swa_decision_unreachable(&swa_backend_decode_auto, w, chunked));
+    cr_expect_not_null(swa_decision_unreachable(&swa_backend_decode_aiter, w, chunked));
+    cr_expect_not_null(swa_decision_unreachable(&swa_backend_decode_fa2, gb, same));
+    cr_expect_null(swa_decision_unreachable(&swa_backend_decode_fa2, gb, fewer));
+    cr_expect_null(swa_decision_inapplicable(&swa_backend_prefill, SWA_DEC_EMPTY_ROWS));
+    cr_expect_not_null(swa_decision_inapplicable(&swa_backend_decode_fa2, SWA_DEC_EMPTY_ROWS));
+    for (int i = 0; i < 4; i++)
+        cr_expect_null(swa_decision_inapplicable(all[i], SWA_DEC_LAYERS), "%s", all[i]->name);
+    /* decode_auto's decode_fa2 route also serves chunked cases without a graph:
+     * split-KV with graph off and with one request is reachable */
+    int sk = SWA_DEC_SPLIT_KV, on = swa_decision_value_index(sk, "on");
+    cr_expect_null(swa_decision_pair_unreachable(&swa_backend_decode_auto, SWA_DEC_GRAPH,
+                                                 swa_decision_value_index(SWA_DEC_GRAPH, "off"), sk, on));
+    cr_expect_null(swa_decision_pair_unreachable(&swa_backend_decode_auto, sk, on, SWA_DEC_BATCH,
+                                                 swa_decision_value_index(SWA_DEC_BATCH, "single")));
+
     /* every pair names two decisions, and every decision has 2..MAX values */
     int np;
     const swa_decision_pair *pairs = swa_decision_pairs(&np);
     cr_expect_geq(np, 8);
     for (int i = 0; i < np; i++)
         cr_expect(pairs[i].a != pairs[i].b && swa_decision_def_at(pairs[i].a) && swa_decision_def_at(pairs[i].b));
+    /* the interactions of issue 14's new features are checked */
+    const swa_decision_key wanted[][2] = {{SWA_DEC_WINDOW, SWA_DEC_SPLIT_KV}, {SWA_DEC_WINDOW, SWA_DEC_CTA_TILE_Q},
+                             {SWA_DEC_WINDOW, SWA_DEC_PAGE_SIZE}, {SWA_DEC_GRAPH_BATCH, SWA_DEC_SPLIT_KV},
+                             {SWA_DEC_EMPTY_ROWS, SWA_DEC_SPLIT_KV}, {SWA_DEC_LAYERS, SWA_DEC_WINDOW}};
+    for (size_t k = 0; k < sizeof wanted / sizeof wanted[0]; k++) {
+        bool found = false;
+        for (int i = 0; i < np; i++)
+            found |= (pairs[i].a == wanted[k][0] && pairs[i].b == wanted[k][1]) ||
+                     (pairs[i].b == wanted[k][0] && pairs[i].a == wanted[k][1]);
+        cr_expect(found, "pair %s x %s missing", swa_decision_def_at(wanted[k][0])->key,
+                  swa_decision_def_at(wanted[k][1])->key);
+    }
     for (int k = 0; k < SWA_DEC_COUNT; k++) {
         cr_expect_not_null(swa_decision_def_at(k)->key, "decision %d has no row in the table", k);
         cr_expect_geq(swa_decision_value_count(k), 1, "%s", swa_decision_def_at(k)->key);
