@@ -3,6 +3,7 @@
  * rejected with a located message; never crash, leak or trip a sanitizer.
  *
  *   tests/fuzz/run-fuzz.sh 60     # builds with clang and runs both targets */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,8 +26,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const swa_case *c = &list.cases[i];
             if (c->num_requests < 1 || c->num_qo_heads % c->num_kv_heads || c->window_left < -1)
                 __builtin_trap();
+            /* kv_len >= 1 always; kv_len < qo_len only without a decode
+             * backend (prefill's empty rows; decode rows are qo_len 1) */
+            bool decode = (c->backends & SWA_BACKEND_DECODE_MASK) != 0;
             for (int r = 0; r < c->num_requests; r++)
-                if (c->kv_len[r] < c->qo_len[r] || c->qo_len[r] < 1)
+                if (c->qo_len[r] < 1 || c->kv_len[r] < 1 || (decode && c->kv_len[r] < c->qo_len[r]))
                     __builtin_trap();
         }
     }
