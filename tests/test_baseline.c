@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "harness/case_load.h"
+#include "tests/test_case_util.h"
 #include "harness/compare.h"
 #include "harness/explain.h"
 #include "harness/run.h"
@@ -205,14 +206,7 @@ ParameterizedTestParameters(baseline, window_bug_fails_and_is_explained)
 
 ParameterizedTest(bug_param *p, baseline, window_bug_fails_and_is_explained)
 {
-    swa_case_list list = {0};
-    swa_load_error le;
-    memset(&le, 0, sizeof le);
-    char msg[2048] = "";
-    int rc = swa_case_parse("bug.json", p->json, strlen(p->json), &list, &le);
-    if (rc)
-        swa_load_error_format(&le, msg, sizeof msg);
-    cr_assert_eq(rc, 0, "%s", msg);
+    swa_case_list list = load_inline_case("bug.json", p->json);
     const swa_case *c = &list.cases[0];
     cr_assert_eq(c->tol.mode, SWA_TOL_BASELINE);
     const swa_device_ops *host = swa_device_get(SWA_DEVICE_HOST);

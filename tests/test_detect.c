@@ -14,21 +14,11 @@
 #include <string.h>
 
 #include "harness/case_load.h"
+#include "tests/test_case_util.h"
 #include "harness/explain.h"
 #include "harness/run.h"
 
-static swa_case_list load(const char *json)
-{
-    swa_case_list list = {0};
-    swa_load_error le;
-    memset(&le, 0, sizeof le);
-    int rc = swa_case_parse("inline.json", json, strlen(json), &list, &le);
-    char msg[2048] = "";
-    if (rc)
-        swa_load_error_format(&le, msg, sizeof msg);
-    cr_assert_eq(rc, 0, "inline case rejected: %s", msg);
-    return list;
-}
+static swa_case_list load(const char *json) { return load_inline_case("inline.json", json); }
 
 typedef struct outcome {
     swa_result r;

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "harness/case_load.h"
+#include "tests/test_case_util.h"
 #include "harness/compare.h"
 #include "harness/run.h"
 #include "reference/reference.h"
@@ -67,14 +68,7 @@ static swa_case_list load_case(const edge_param *p)
                  " \"page_size\": 16, \"window_left\": %d, \"soft_cap\": %d, \"data\": \"edge\","
                  " \"backends\": [\"prefill\"]}",
                  L + 40, L + 8, p->dtype, L, p->soft_cap);
-    swa_case_list list = {0};
-    swa_load_error le;
-    memset(&le, 0, sizeof le);
-    char msg[2048] = "";
-    int rc = swa_case_parse("edge.json", json, strlen(json), &list, &le);
-    if (rc)
-        swa_load_error_format(&le, msg, sizeof msg);
-    cr_assert_eq(rc, 0, "inline case rejected: %s", msg);
+    swa_case_list list = load_inline_case("edge.json", json);
     cr_assert_eq(list.count, 1);
     return list;
 }

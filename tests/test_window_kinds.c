@@ -25,6 +25,7 @@
 #include "backends/decode_fa2.h"
 #include "backends/prefill.h"
 #include "harness/case_load.h"
+#include "tests/test_case_util.h"
 #include "reference/naive.h"
 #include "reference/reference.h"
 #include "tests/test_backend_fixture.h"
@@ -331,14 +332,7 @@ Test(window_kinds, mutants_killed_on_host)
 /* ---------------------------------------------------------------------------
  * loader defaults */
 
-static swa_case_list load_text(const char *text)
-{
-    swa_case_list list = {NULL, 0};
-    swa_load_error err;
-    int rc = swa_case_parse("kinds.json", text, strlen(text), &list, &err);
-    cr_assert_eq(rc, 0, "%s: %s", err.path, err.message);
-    return list;
-}
+static swa_case_list load_text(const char *text) { return load_inline_case("kinds.json", text); }
 
 Test(window_kinds, loader_defaults_and_values)
 {
