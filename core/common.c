@@ -3,9 +3,11 @@
  * Test: tests/test_compare.c and every test that reads an swa_error. */
 #include "core/common.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 swa_status swa_error_set(swa_error *err, swa_status status, const char *fmt, ...)
 {
@@ -24,4 +26,31 @@ double swa_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int swa_write_text_file(const char *path, const char *text)
+{
+    char tmp[4096];
+    if (!path || !text || snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+        errno = EINVAL;
+        return -1;
+    }
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -1;
+    int rc = fputs(text, f) < 0 ? -1 : 0;
+    int saved = errno;
+    if (fclose(f) != 0 && rc == 0) {
+        rc = -1;
+        saved = errno;
+    }
+    if (rc == 0 && rename(tmp, path) != 0) {
+        rc = -1;
+        saved = errno;
+    }
+    if (rc != 0) {
+        unlink(tmp);
+        errno = saved;
+    }
+    return rc;
 }

@@ -54,6 +54,9 @@ swa_status swa_error_set(swa_error *err, swa_status status, const char *fmt, ...
 /* Wall-clock seconds since the epoch (CLOCK_REALTIME), the one clock of
  * every duration and timestamp in swadiff. */
 double swa_now(void);
+/* Writes text to path through path.tmp and a rename, so a reader never sees
+ * half a file.  Returns 0, or -1 with errno set (the temporary is removed). */
+int swa_write_text_file(const char *path, const char *text);
 #ifdef __cplusplus
 }
 #endif

@@ -44,15 +44,6 @@ static const char *SMALL =
     " \"num_qo_heads\": 4, \"num_kv_heads\": 2, \"head_dim\": 64, \"dtype\": [\"fp16\", \"bf16\"],"
     " \"page_size\": [1, 16], \"window_left\": [0, 4, 31, 127], \"backends\": [\"prefill\"]}";
 
-static int write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
-    int rc = fputs(text, f) < 0 ? -1 : 0;
-    return fclose(f) != 0 ? -1 : rc;
-}
-
 static int usage(FILE *f)
 {
     fprintf(f, "usage: swadiff bench --harness [--device host|cuda|hip|cuda:0,1] [--jobs N[,M...]] [--small]\n"
@@ -121,7 +112,7 @@ int swa_bench_harness(int argc, char **argv, const char *prog)
     snprintf(p2, sizeof p2, "%s/decode.json", dir);
     swa_case_list all = {0};
     swa_load_error le = {0};
-    bool ok = write_text(p1, small ? SMALL : PREFILL) == 0 && (small || write_text(p2, DECODE) == 0) &&
+    bool ok = swa_write_text_file(p1, small ? SMALL : PREFILL) == 0 && (small || swa_write_text_file(p2, DECODE) == 0) &&
               swa_case_load_path(dir, &all, &le) == 0;
     unlink(p1);
     if (!small)
@@ -211,7 +202,7 @@ int swa_bench_harness(int argc, char **argv, const char *prog)
     }
     if (json_path) {
         char *text = cJSON_Print(root);
-        if (!text || write_text(json_path, text) != 0) {
+        if (!text || swa_write_text_file(json_path, text) != 0) {
             fprintf(stderr, "swadiff bench --harness: cannot write %s\n", json_path);
             exit_code = SWA_EXIT_RUNTIME;
         }

@@ -357,12 +357,10 @@ int swa_cmd_selftest(int argc, char **argv, const char *prog)
     int exit_code = ok ? SWA_EXIT_OK : SWA_EXIT_MISMATCH;
     if (report_dir) {
         mkdir(report_dir, 0777);
-        char path[SWA_PATH_MAX + 32], tmp[SWA_PATH_MAX + 40];
+        char path[SWA_PATH_MAX + 32];
         snprintf(path, sizeof path, "%s/selftest.json", report_dir);
-        snprintf(tmp, sizeof tmp, "%s.tmp", path);
         char *text = cJSON_Print(root);
-        FILE *f = fopen(tmp, "w");
-        if (!f || !text || fputs(text, f) < 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
+        if (!text || swa_write_text_file(path, text) != 0) {
             fprintf(stderr, "swadiff selftest: cannot write %s\n", path);
             exit_code = SWA_EXIT_RUNTIME;
         }

@@ -572,9 +572,7 @@ static cJSON *run_peers(const bench_shape *const *rows, int nrows, int iters, co
     }
     char *text = cJSON_Print(arr);
     cJSON_Delete(arr);
-    FILE *f = fopen(shapes_path, "w");
-    bool ok = f && text && fputs(text, f) >= 0;
-    if (f) fclose(f);
+    bool ok = text && swa_write_text_file(shapes_path, text) == 0;
     free(text);
     if (!ok) {
         snprintf(why, whylen, "cannot write %s", shapes_path);
@@ -789,12 +787,10 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
     }
     if (json_path) {
         char *text = cJSON_Print(root);
-        FILE *f = fopen(json_path, "w");
-        if (!f || !text || fputs(text, f) < 0) {
+        if (!text || swa_write_text_file(json_path, text) != 0) {
             fprintf(stderr, "swadiff bench: cannot write %s\n", json_path);
             rc = SWA_EXIT_RUNTIME;
         }
-        if (f) fclose(f);
         free(text);
     }
     cJSON_Delete(root);
