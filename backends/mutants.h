@@ -58,7 +58,7 @@
       "page table indexed one entry too far: reads a page the request does not own", "paged KV")       \
     X(RIGHT_BOUND_DROPPED, "right_bound_dropped", 13, "prefill",                                       \
       "plan accepts window_right but the kernel never receives it: non-causal rows see every key "     \
-      "right of p (the left bound still applies)", "FlashInfer window_right ignored (REAL_BUGS U3)")  \
+      "right of p (the left bound still applies)", "FlashInfer window_right ignored (docs/bugs.md)")  \
     X(NONCAUSAL_SPAN_AS_CAUSAL, "noncausal_span_as_causal", 13, "prefill",                             \
       "KV end of a non-causal tile sized as causal (p_last + 1 instead of p_last + R + 1 or kv_len): " \
       "keys right of the tile's last row are never loaded", "FA2 non-causal local first tile (U3)")    \
@@ -80,7 +80,7 @@
     X(WINDOW_MASK_SKIPPED_IN_EDGE_TILE, "window_mask_skipped_in_edge_tile", 16, "prefill,decode_fa2",     \
       "left-bound window mask not applied inside the first KV tile the loop loads (the one straddling "  \
       "the window start after the aligned-down KV-start skip): its out-of-window keys get weight",      \
-      "V tile not masked past the window (vLLM #30887; REAL_BUGS U1)")                                 \
+      "V tile not masked past the window (vLLM #30887; docs/bugs.md)")                                 \
     X(KV_START_SKIP_DROPPED, "kv_start_skip_dropped", 16, "prefill,decode_fa2",                          \
       "KV loop starts at key 0 (no window skip), the per-element mask alone excludes: pages before "     \
       "the window are read, and evicted ones hold NaN (0 * NaN in P.V)",                                 \
@@ -89,7 +89,7 @@
       "prefill,decode_fa2,decode_aiter,decode_auto",                                                     \
       "per-layer plan cache keyed by the batch without the window: every layer of an interleaved "      \
       "local/global model runs with the first layer's plan and window",                                  \
-      "one wrapper per window, replay reusing the warm-up plan (FlashInfer/sglang; REAL_BUGS U9)")     \
+      "one wrapper per window, replay reusing the warm-up plan (FlashInfer/sglang; docs/bugs.md)")     \
     X(GRAPH_STALE_PARTIAL_OFFSETS, "graph_stale_partial_offsets", 10, "decode_fa2",                     \
       "CUDA-graph replay of a different batch refreshes the work list and page table but keeps the "    \
       "captured batch's per-request split-KV partial offsets: live requests' partials overlap",         \
@@ -97,16 +97,16 @@
     X(PAGE_UNITS_TOKENS, "page_units_tokens", 7, "decode_fa2",                                          \
       "windowed decode skips the pages before the window counting them in tokens (first page = window " \
       "start, not window start / page_size): exact at page size 1, window keys lost at any other",      \
-      "token slots used as page ids (sglang #32902, #38187; REAL_BUGS U5)")                             \
+      "token slots used as page ids (sglang #32902, #38187; docs/bugs.md)")                             \
     X(SOFTCAP_TANH_OVERFLOW, "softcap_tanh_overflow", 8, "prefill,decode_fa2,decode_aiter",               \
       "soft cap's tanh written as (e^2x - 1)/(e^2x + 1) in fp32: logits over ~44 caps become NaN",       \
-      "vLLM #56578 / #56579 (REAL_BUGS U7)")                                                            \
+      "vLLM #56578 / #56579 (docs/bugs.md)")                                                            \
     X(HEAD_DIM_LOOP_TRUNCATED, "head_dim_loop_truncated", 18, "decode_aiter",                            \
       "P.V loop count head_dim / 128 (integer division of a warp tile): dims past the last full tile "  \
       "never written, head_dim 64 outputs 0", "PA v1 VHELOOP = 0 at small head_dim (vLLM #34378; U8)")  \
     X(FINITE_SENTINEL_EMPTY_ROW, "finite_sentinel_empty_row", 15, "prefill,decode_fa2",                  \
       "finite mask value -5e4 doubles as the emptiness test: a row whose max logit is <= -5e4 outputs " \
-      "0 and LSE -inf although it sees keys", "FlashInfer #4267 / #4451 (REAL_BUGS U2 (a2), B4)")      \
+      "0 and LSE -inf although it sees keys", "FlashInfer #4267 / #4451 (docs/bugs.md)")      \
     X(OOB_WRITE, "oob_write", 0, "decode_fa2",                                                           \
       "writes past the end of the output on purpose (guard bytes / device fault isolation)",           \
       "robustness check")                                                                               \
