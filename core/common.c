@@ -5,7 +5,9 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,4 +55,22 @@ int swa_write_text_file(const char *path, const char *text)
         errno = saved;
     }
     return rc;
+}
+
+size_t swa_env_bytes(const char *name)
+{
+    const char *env = getenv(name);
+    if (!env || !*env || env[0] == '-')
+        return 0;
+    char *end;
+    unsigned long long v = strtoull(env, &end, 10);
+    return *end == '\0' ? (size_t)v : 0;
+}
+
+size_t swa_host_memory_default(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0)
+        return SIZE_MAX;
+    return (size_t)((double)pages * (double)page * 0.8);
 }

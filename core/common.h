@@ -57,6 +57,13 @@ double swa_now(void);
 /* Writes text to path through path.tmp and a rename, so a reader never sees
  * half a file.  Returns 0, or -1 with errno set (the temporary is removed). */
 int swa_write_text_file(const char *path, const char *text);
+/* A byte count from the environment variable name: its value when that is a
+ * positive decimal integer, else 0 (unset, empty or not a number).  Used for
+ * the memory caps SWADIFF_MAX_CASE_BYTES, _HOST_BYTES and _DEVICE_BYTES. */
+size_t swa_env_bytes(const char *name);
+/* The host memory swadiff allows itself by default: 80% of physical memory
+ * (SIZE_MAX when the system does not say). */
+size_t swa_host_memory_default(void);
 #ifdef __cplusplus
 }
 #endif

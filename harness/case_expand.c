@@ -138,28 +138,15 @@ typedef struct expander {
  * then records the case as a runtime error, as it always did (run.c checks
  * again before allocating). */
 
-static size_t env_bytes(const char *name)
-{
-    const char *env = getenv(name);
-    if (!env || !*env)
-        return 0;
-    char *end;
-    unsigned long long v = strtoull(env, &end, 10);
-    return *end == '\0' && env[0] != '-' ? (size_t)v : 0;
-}
-
 static size_t swa_case_host_cap(const char **source)
 {
-    size_t v = env_bytes("SWADIFF_MAX_CASE_BYTES");
+    size_t v = swa_env_bytes("SWADIFF_MAX_CASE_BYTES");
     if (v > 0) {
         *source = "SWADIFF_MAX_CASE_BYTES";
         return v;
     }
-    size_t physical = SIZE_MAX;
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && page > 0)
-        physical = (size_t)((double)pages * (double)page * 0.8);
-    size_t run_budget = env_bytes("SWADIFF_MAX_HOST_BYTES");
+    size_t physical = swa_host_memory_default();
+    size_t run_budget = swa_env_bytes("SWADIFF_MAX_HOST_BYTES");
     if (run_budget > physical) {
         *source = "SWADIFF_MAX_HOST_BYTES";
         return run_budget;

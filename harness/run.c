@@ -85,17 +85,8 @@ void swa_reproduce_command(const swa_run_config *cfg, const swa_case *c, const c
  * shared CI machines), else 80% of physical memory. */
 static size_t host_memory_budget(void)
 {
-    const char *env = getenv("SWADIFF_MAX_HOST_BYTES");
-    if (env && *env) {
-        char *end;
-        unsigned long long v = strtoull(env, &end, 10);
-        if (*end == '\0' && v > 0)
-            return (size_t)v;
-    }
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || page <= 0)
-        return SIZE_MAX;
-    return (size_t)((double)pages * (double)page * 0.8);
+    size_t v = swa_env_bytes("SWADIFF_MAX_HOST_BYTES");
+    return v > 0 ? v : swa_host_memory_default();
 }
 
 /* Device memory a case may take: the device's free memory (less 5% for the
@@ -111,14 +102,10 @@ static swa_status device_memory_check(const swa_case *c, const swa_device_ops *d
         budget = (size_t)((double)free_b * 0.95);
         source = "free on the device";
     }
-    const char *env = getenv("SWADIFF_MAX_DEVICE_BYTES");
-    if (env && *env) {
-        char *end;
-        unsigned long long v = strtoull(env, &end, 10);
-        if (*end == '\0' && v > 0 && (size_t)v < budget) {
-            budget = (size_t)v;
-            source = "allowed by SWADIFF_MAX_DEVICE_BYTES";
-        }
+    size_t cap = swa_env_bytes("SWADIFF_MAX_DEVICE_BYTES");
+    if (cap > 0 && cap < budget) {
+        budget = cap;
+        source = "allowed by SWADIFF_MAX_DEVICE_BYTES";
     }
     if (need <= budget)
         return SWA_OK;
