@@ -415,3 +415,20 @@ Test(cli, dump_writes_inputs_reference_and_outputs)
         cr_assert_eq(run(cmd, path, sizeof path), 0, "--dump did not write %s", files[i]);
     }
 }
+
+/* bench --device cuda --peers: a missing peers script or a budget that is
+ * not positive is a usage error before any question to the GPU (so it is
+ * checked on a machine without one too). */
+Test(cli, bench_peers_bad_arguments_are_usage_errors)
+{
+    char log[4096];
+    int rc = run(SWADIFF_BINARY " bench --device cuda --peers --peers-script /nonexistent/peers.py", log, sizeof log);
+    if (rc == 77 && strstr(log, "built without the CUDA device"))
+        cr_skip_test("this swadiff has no CUDA device");
+    cr_assert_eq(rc, 2, "exit %d:\n%s", rc, log);
+    cr_assert(strstr(log, "cannot read the peers script /nonexistent/peers.py"), "%s", log);
+    rc = run(SWADIFF_BINARY " bench --device cuda --peers --peers-script " SWADIFF_SOURCE_DIR
+             "/adapters/peers_bench.py --peers-budget 0", log, sizeof log);
+    cr_assert_eq(rc, 2, "exit %d:\n%s", rc, log);
+    cr_assert(strstr(log, "--peers-budget must be > 0"), "%s", log);
+}
