@@ -61,38 +61,74 @@ static uint64_t le64(const unsigned char *p)
     return v;
 }
 
-/* Checks that the clang offload bundle in obj holds a non-empty AMDGPU ELF
- * for target `arch` (entry "hipv4-amdgcn-amd-amdhsa--<arch>", optionally
- * followed by ":features").  Bundle layout: magic, u64 count, then per entry
- * u64 offset, u64 size, u64 id length, id (offsets from the magic). */
+static uint32_t le32(const unsigned char *p) { return (uint32_t)p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
+static unsigned le16(const unsigned char *p) { return p[0] | p[1] << 8; }
+
+/* The .hip_fatbin section of an ELF64 relocatable object, found through its
+ * section headers (not by searching for the bundle's magic, which may also
+ * occur elsewhere in the file); every offset is checked against the file
+ * size, and a failure says what the file holds. */
+static const unsigned char *hip_fatbin(const char *path, const unsigned char *obj, size_t len, size_t *size)
+{
+    cr_assert(len >= 64 && !memcmp(obj, "\x7f" "ELF", 4) && obj[4] == 2,
+              "%s (%zu bytes): not an ELF64 object", path, len);
+    uint64_t shoff = le64(obj + 0x28);
+    unsigned shentsize = le16(obj + 0x3a), shnum = le16(obj + 0x3c), shstrndx = le16(obj + 0x3e);
+    cr_assert(shentsize >= 64 && shstrndx < shnum && shoff <= len && (uint64_t)shnum * shentsize <= len - shoff,
+              "%s (%zu bytes): section header table (offset %llu, %u x %u bytes) lies outside the file", path, len,
+              (unsigned long long)shoff, shnum, shentsize);
+    const unsigned char *strsh = obj + shoff + (size_t)shstrndx * shentsize;
+    uint64_t stroff = le64(strsh + 24), strsize = le64(strsh + 32);
+    cr_assert(stroff <= len && strsize <= len - stroff, "%s (%zu bytes): section name table outside the file", path,
+              len);
+    for (unsigned i = 0; i < shnum; i++) {
+        const unsigned char *sh = obj + shoff + (size_t)i * shentsize;
+        uint32_t name = le32(sh);
+        if (name >= strsize || strncmp((const char *)obj + stroff + name, ".hip_fatbin", strsize - name) != 0)
+            continue;
+        uint64_t off = le64(sh + 24), sz = le64(sh + 32);
+        cr_assert(off <= len && sz <= len - off,
+                  "%s (%zu bytes): .hip_fatbin (offset %llu, %llu bytes) runs past the end of the file", path, len,
+                  (unsigned long long)off, (unsigned long long)sz);
+        *size = (size_t)sz;
+        return obj + off;
+    }
+    cr_assert_fail("%s (%zu bytes, %u sections): no .hip_fatbin section (no device code at all)", path, len, shnum);
+    return NULL;
+}
+
+/* Checks that the clang offload bundle in the object's .hip_fatbin holds a
+ * non-empty AMDGPU ELF for target `arch` (entry
+ * "hipv4-amdgcn-amd-amdhsa--<arch>", optionally followed by ":features").
+ * Bundle layout: magic, u64 count, then per entry u64 offset, u64 size, u64
+ * id length, id (offsets from the magic). */
 static void expect_code_object(const char *path, const unsigned char *obj, size_t len, const char *arch)
 {
     static const char magic[] = "__CLANG_OFFLOAD_BUNDLE__";
     const size_t mlen = sizeof magic - 1;
-    const unsigned char *b = NULL;
-    for (size_t i = 0; i + mlen <= len; i++)
-        if (!memcmp(obj + i, magic, mlen)) {
-            b = obj + i;
-            break;
-        }
-    cr_assert(b, "%s: no offload bundle (no device code at all)", path);
-    size_t avail = len - (size_t)(b - obj), at = mlen;
-    cr_assert(avail >= at + 8, "%s: truncated bundle header", path);
+    size_t avail = 0;
+    const unsigned char *b = hip_fatbin(path, obj, len, &avail);
+    cr_assert(avail >= mlen + 8 && !memcmp(b, magic, mlen), "%s: .hip_fatbin (%zu bytes) does not start with %s",
+              path, avail, magic);
+    size_t at = mlen;
     uint64_t count = le64(b + at);
     at += 8;
     char want[128];
     snprintf(want, sizeof want, "hipv4-amdgcn-amd-amdhsa--%s", arch);
     size_t wlen = strlen(want);
     for (uint64_t e = 0; e < count; e++) {
-        cr_assert(avail >= at + 24, "%s: truncated bundle entry %llu", path, (unsigned long long)e);
+        cr_assert(avail >= at + 24, "%s: bundle entry %llu of %llu past the end of .hip_fatbin (%zu bytes)", path,
+                  (unsigned long long)e, (unsigned long long)count, avail);
         uint64_t off = le64(b + at), size = le64(b + at + 8), idlen = le64(b + at + 16);
         at += 24;
-        cr_assert(avail >= at + idlen, "%s: truncated bundle id %llu", path, (unsigned long long)e);
+        cr_assert(idlen <= avail - at, "%s: bundle entry %llu of %llu has an id of %llu bytes at %zu, past the end of "
+                  ".hip_fatbin (%zu bytes)", path, (unsigned long long)e, (unsigned long long)count,
+                  (unsigned long long)idlen, at, avail);
         const char *id = (const char *)b + at;
         at += idlen;
         if (idlen < wlen || memcmp(id, want, wlen) || (idlen > wlen && id[wlen] != ':')) continue;
-        cr_assert(size >= 64 && off + size <= avail, "%s: code object for %s has size %llu at %llu", path, arch,
-                  (unsigned long long)size, (unsigned long long)off);
+        cr_assert(size >= 64 && off <= avail && size <= avail - off, "%s: code object for %s has size %llu at %llu "
+                  "(.hip_fatbin: %zu bytes)", path, arch, (unsigned long long)size, (unsigned long long)off, avail);
         const unsigned char *elf = b + off;
         cr_assert(!memcmp(elf, "\x7f" "ELF", 4), "%s: the %s entry is not an ELF code object", path, arch);
         unsigned machine = elf[18] | (elf[19] << 8);
