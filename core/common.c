@@ -1,6 +1,8 @@
-/* common.c — the two functions of common.h that are not inline: the error
- * setter every layer uses, and the one wall clock.
- * Test: tests/test_compare.c and every test that reads an swa_error. */
+/* common.c — the functions of common.h that are not inline: the error
+ * setter every layer uses, the one wall clock, the text-file writer and the
+ * memory caps read from the environment.
+ * Test: tests/test_compare.c and every test that reads an swa_error;
+ * swa_env_bytes: tests/test_env_caps.c. */
 #include "core/common.h"
 
 #include <errno.h>
@@ -57,14 +59,64 @@ int swa_write_text_file(const char *path, const char *text)
     return rc;
 }
 
-size_t swa_env_bytes(const char *name)
+/* value as it may be shown in a message: at most 40 characters, anything
+ * but printable ASCII as \xNN, so no terminal control reaches the screen */
+static void quote_env_value(const char *value, char *buf, size_t n)
 {
+    size_t j = 0, i = 0;
+    for (; value[i] && i < 40 && j + 5 < n; i++) {
+        unsigned char ch = (unsigned char)value[i];
+        if (ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\')
+            buf[j++] = (char)ch;
+        else
+            j += (size_t)snprintf(buf + j, n - j, "\\x%02x", ch);
+    }
+    if (value[i] && j + 4 < n) {
+        memcpy(buf + j, "...", 3);
+        j += 3;
+    }
+    buf[j] = '\0';
+}
+
+int swa_env_bytes(const char *name, size_t *out, char *why, size_t why_len)
+{
+    *out = 0;
+    if (why && why_len)
+        why[0] = '\0';
     const char *env = getenv(name);
-    if (!env || !*env || env[0] == '-')
+    if (!env || !*env)
         return 0;
-    char *end;
-    unsigned long long v = strtoull(env, &end, 10);
-    return *end == '\0' ? (size_t)v : 0;
+    /* digits only: no sign, no space, no suffix, no exponent (strtoull
+     * would take " 12", "+12" and "-1", the last as 2^64 - 1) */
+    size_t v = 0;
+    bool digits = true, overflow = false;
+    for (const char *p = env; *p; p++) {
+        if (*p < '0' || *p > '9') {
+            digits = false;
+        } else if (!overflow) {
+            size_t d = (size_t)(*p - '0');
+            if (v > (SIZE_MAX - d) / 10)
+                overflow = true;
+            else
+                v = v * 10 + d;
+        }
+    }
+    if (!digits || overflow || v == 0) {
+        if (why && why_len) {
+            char shown[200], expected[128];
+            quote_env_value(env, shown, sizeof shown);
+            if (!digits)
+                snprintf(expected, sizeof expected, "a whole number of bytes, digits only (e.g. 12000000000)");
+            else if (overflow)
+                snprintf(expected, sizeof expected, "a number of bytes no larger than %zu", (size_t)SIZE_MAX);
+            else
+                snprintf(expected, sizeof expected, "a positive number of bytes (unset the variable for the default)");
+            snprintf(why, why_len, "%s=\"%s\" in the environment: expected %s", name, shown, expected);
+        }
+        return -1;
+    }
+    *out = v;
+    return 0;
 }
 
 size_t swa_host_memory_default(void)

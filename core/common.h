@@ -57,10 +57,17 @@ double swa_now(void);
 /* Writes text to path through path.tmp and a rename, so a reader never sees
  * half a file.  Returns 0, or -1 with errno set (the temporary is removed). */
 int swa_write_text_file(const char *path, const char *text);
-/* A byte count from the environment variable name: its value when that is a
- * positive decimal integer, else 0 (unset, empty or not a number).  Used for
- * the memory caps SWADIFF_MAX_CASE_BYTES, _HOST_BYTES and _DEVICE_BYTES. */
-size_t swa_env_bytes(const char *name);
+/* A byte count from the environment variable name, for the memory caps
+ * SWADIFF_MAX_CASE_BYTES, _HOST_BYTES and _DEVICE_BYTES.  Unset or empty:
+ * returns 0 with *out = 0 (the caller's default).  Digits only, a positive
+ * value that fits in size_t: returns 0 with *out = the value.  Anything else
+ * (a sign, spaces, a suffix such as "12GB", an exponent, zero, overflow):
+ * returns -1 with *out = 0 and, when why is not NULL, a message naming the
+ * variable, its value and what was expected, e.g.
+ *   SWADIFF_MAX_HOST_BYTES="12GB" in the environment: expected a whole
+ *   number of bytes, digits only (e.g. 12000000000)
+ * The caller reports it; never a silent default. */
+int swa_env_bytes(const char *name, size_t *out, char *why, size_t why_len);
 /* The host memory swadiff allows itself by default: 80% of physical memory
  * (SIZE_MAX when the system does not say). */
 size_t swa_host_memory_default(void);

@@ -136,23 +136,34 @@ typedef struct expander {
  * budget: a run may be allowed more than 80%, never less here).  A smaller
  * SWADIFF_MAX_HOST_BYTES narrows the run, not the file's validity: the run
  * then records the case as a runtime error, as it always did (run.c checks
- * again before allocating). */
+ * again before allocating).
+ *
+ * All three caps (SWADIFF_MAX_DEVICE_BYTES too, which only run.c uses) are
+ * read on every load, so a malformed one is a load error (exit 2 from run,
+ * validate, selftest, list cases, coverage, explain, shrink) before any case
+ * runs, never a silent default (core/common.h: swa_env_bytes). */
 
-static size_t swa_case_host_cap(const char **source)
+static int swa_case_host_cap(size_t *cap, const char **source, char *why, size_t why_len)
 {
-    size_t v = swa_env_bytes("SWADIFF_MAX_CASE_BYTES");
+    size_t v, run_budget, device;
+    if (swa_env_bytes("SWADIFF_MAX_CASE_BYTES", &v, why, why_len) ||
+        swa_env_bytes("SWADIFF_MAX_HOST_BYTES", &run_budget, why, why_len) ||
+        swa_env_bytes("SWADIFF_MAX_DEVICE_BYTES", &device, why, why_len))
+        return -1;
     if (v > 0) {
         *source = "SWADIFF_MAX_CASE_BYTES";
-        return v;
+        *cap = v;
+        return 0;
     }
     size_t physical = swa_host_memory_default();
-    size_t run_budget = swa_env_bytes("SWADIFF_MAX_HOST_BYTES");
     if (run_budget > physical) {
         *source = "SWADIFF_MAX_HOST_BYTES";
-        return run_budget;
+        *cap = run_budget;
+        return 0;
     }
     *source = "80% of physical memory; SWADIFF_MAX_CASE_BYTES overrides";
-    return physical;
+    *cap = physical;
+    return 0;
 }
 
 /* What one loaded case record holds on the heap. */
@@ -584,6 +595,17 @@ static int parse_container(const swa_json_doc *doc, swa_load_error *err, expande
 int swa_case_parse(const char *file_name, const char *text, size_t len, swa_case_list *list,
                    swa_load_error *err)
 {
+    /* the memory caps first: a bad one is the environment's error, not the
+     * file's, and is reported as such ("swadiff: VAR=...: expected ...") */
+    size_t host_cap;
+    const char *host_cap_source;
+    char why[sizeof err->message];
+    if (swa_case_host_cap(&host_cap, &host_cap_source, why, sizeof why)) {
+        memset(err, 0, sizeof *err);
+        snprintf(err->file, sizeof err->file, "swadiff");
+        snprintf(err->message, sizeof err->message, "%s", why);
+        return -1;
+    }
     swa_json_doc doc;
     if (swa_json_doc_open(&doc, file_name, text, len, err))
         return -1;
@@ -603,7 +625,8 @@ int swa_case_parse(const char *file_name, const char *text, size_t len, swa_case
         if (id_set_insert(&ids, i) == -2)
             rc = swa_json_fail(&doc, err, 0, "", "out of memory");
     expander ex = {NULL, file_name, stem, NULL, &fresh, 0, &ids, 0, NULL, 0, 0};
-    ex.host_cap = swa_case_host_cap(&ex.host_cap_source);
+    ex.host_cap = host_cap;
+    ex.host_cap_source = host_cap_source;
     for (int i = 0; i < list->count; i++)
         ex.record_bytes += case_record_bytes(list->cases[i].num_requests);
     long long budget = SWA_MAX_EXPANDED_CASES;

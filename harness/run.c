@@ -82,11 +82,18 @@ void swa_reproduce_command(const swa_run_config *cfg, const swa_case *c, const c
 }
 
 /* Host memory a case may take: SWADIFF_MAX_HOST_BYTES when set (tests,
- * shared CI machines), else 80% of physical memory. */
-static size_t host_memory_budget(void)
+ * shared CI machines), else 80% of physical memory.  A malformed value is
+ * refused: loading the cases already refused it (case_expand.c, exit 2), so
+ * only a caller that builds its cases in memory sees it here, as the case's
+ * error. */
+static swa_status host_memory_budget(size_t *budget, swa_error *err)
 {
-    size_t v = swa_env_bytes("SWADIFF_MAX_HOST_BYTES");
-    return v > 0 ? v : swa_host_memory_default();
+    char why[SWA_MSG_MAX];
+    size_t v;
+    if (swa_env_bytes("SWADIFF_MAX_HOST_BYTES", &v, why, sizeof why))
+        return swa_error_set(err, SWA_ERR_INVALID, "%s", why);
+    *budget = v > 0 ? v : swa_host_memory_default();
+    return SWA_OK;
 }
 
 /* Device memory a case may take: the device's free memory (less 5% for the
@@ -102,7 +109,10 @@ static swa_status device_memory_check(const swa_case *c, const swa_device_ops *d
         budget = (size_t)((double)free_b * 0.95);
         source = "free on the device";
     }
-    size_t cap = swa_env_bytes("SWADIFF_MAX_DEVICE_BYTES");
+    size_t cap;
+    char why[SWA_MSG_MAX];
+    if (swa_env_bytes("SWADIFF_MAX_DEVICE_BYTES", &cap, why, sizeof why)) /* as host_memory_budget */
+        return swa_error_set(err, SWA_ERR_INVALID, "%s", why);
     if (cap > 0 && cap < budget) {
         budget = cap;
         source = "allowed by SWADIFF_MAX_DEVICE_BYTES";
@@ -184,14 +194,17 @@ swa_status swa_case_ctx_init_dump(swa_case_ctx *ctx, const swa_case *c, const sw
     ctx->device = dev;
     /* refuse before allocating: a case that cannot fit must not take the
      * machine (or the CI runner) down with it */
-    size_t need = swa_case_host_bytes(c), budget = host_memory_budget();
+    size_t need = swa_case_host_bytes(c), budget = 0;
+    swa_status st = host_memory_budget(&budget, err);
+    if (st != SWA_OK)
+        return st;
     if (need > budget)
         return swa_error_set(err, SWA_ERR_NOMEM,
                              "case %s needs about %.2f GiB of host memory (inputs, paged pool, references, "
                              "outputs) but %.2f GiB are available to swadiff: split the case or run it on a "
                              "larger machine", c->id, need / 1073741824.0, budget / 1073741824.0);
     double t0 = swa_now();
-    swa_status st = inputs_for(ctx, c, err);
+    st = inputs_for(ctx, c, err);
     if (st != SWA_OK)
         return st;
     ctx->t_data = swa_now() - t0;
