@@ -89,6 +89,8 @@ typedef struct bench_shape {
     const char *target_text;
     double target;       /* GB/s (decode) or TFLOP/s (prefill) */
     int rows_per_warp, decode_warps; /* kernel variant (swa_cuda_tuning) */
+    bool hnd;                        /* HND pages (one head's keys contiguous); NHD otherwise */
+    bool sweep;                      /* a variant row: runs under --sweep only */
 } bench_shape;
 
 typedef struct bench_result {
@@ -140,7 +142,7 @@ static void bench_case_init(swa_case *c, const bench_shape *b, int *qo, int *kv)
     c->head_dim = b->head_dim;
     c->dtype = SWA_DTYPE_FP16;
     c->page_size = b->page_size;
-    c->layout = SWA_LAYOUT_NHD;
+    c->layout = b->hnd ? SWA_LAYOUT_HND : SWA_LAYOUT_NHD;
     c->kv_mode = SWA_KV_PAGED;
     c->causal = b->causal;
     c->window_left = b->window_left;
@@ -499,6 +501,7 @@ static swa_status bench_copy_bandwidth(double *tbps, swa_error *err)
 #define FA2_B64 "decode_fa2", 64, 1, 4096, 32, 8, 128, 16
 #define AIT_B64 "decode_aiter", 64, 1, 4096, 32, 8, 128, 16
 #define PF_8K "prefill", 1, 8192, 8192, 32, 8, 128, 16
+#define FA2_B64_P64 "decode_fa2", 64, 1, 4096, 32, 8, 128, 64
 static const bench_shape bench_shapes[] = {
     {"decode_fa2 b64 kv4096 32/8 hd128 p16 [2 warps]", FA2_B64, -1, true, ">= 3.5 TB/s", 3500, 32, 2},
     {"decode_fa2 b64 kv4096 32/8 hd128 p16 [4 warps]", FA2_B64, -1, true, ">= 3.5 TB/s", 3500, 32, 4},
@@ -511,16 +514,22 @@ static const bench_shape bench_shapes[] = {
     {"prefill causal L1023 8192 [32 rows/warp]", PF_8K, 1023, true, "(none; flex_attention 307)", 0, 32, 2},
     /* the first workload again: the spread between two timings of one version */
     {"decode_fa2 b64 kv4096 32/8 hd128 p16 [2 warps] again", FA2_B64, -1, true, ">= 3.5 TB/s", 3500, 32, 2},
+    /* --sweep: variants measured when the defaults were chosen (2026-12-01, one H200:
+     * HND pages and 64-token pages within 0.4% of NHD page 16 on the 2-warp kernel) */
+    {"sweep decode_fa2 b64 kv4096 p16 HND [2 warps]", FA2_B64, -1, true, "(sweep)", 0, 32, 2, true, true},
+    {"sweep decode_fa2 b64 kv4096 p64 NHD [2 warps]", FA2_B64_P64, -1, true, "(sweep)", 0, 32, 2, false, true},
+    {"sweep decode_aiter b64 kv4096 p16 HND [2 warps]", AIT_B64, -1, true, "(sweep)", 0, 32, 2, true, true},
 };
 
 static int bench_usage(FILE *f)
 {
     fprintf(f, "usage: swadiff bench --device cuda [--json PATH] [--iters N] [--quick] [--only SUBSTRING]\n"
-               "                                  [--peers] [--peers-script PATH] [--peers-budget SECONDS]\n"
+               "                                  [--sweep] [--peers] [--peers-script PATH] [--peers-budget SECONDS]\n"
                "  times the CUDA kernels on the README (Kernels and speed) shapes (CUDA events, median of N)\n"
                "  --peers: also times PyTorch SDPA (flash, cuDNN), flex_attention and JAX cuDNN on the same\n"
                "  shapes in the same run (adapters/peers_bench.py, run with $SWADIFF_PYTHON or python3) and\n"
-               "  prints swadiff/peer per row (a ratio of rates: above 1, swadiff is faster)\n");
+               "  prints swadiff/peer per row (a ratio of rates: above 1, swadiff is faster)\n"
+               "  --sweep: also the variant rows (page layout and size) the kernel defaults were chosen from\n");
     return f == stdout ? SWA_EXIT_OK : SWA_EXIT_USAGE;
 }
 
@@ -654,7 +663,7 @@ static void report_peers(cJSON *results, const bench_shape *const *rows, int nro
 extern "C" int swa_bench_cuda(int argc, char **argv)
 {
     const char *json_path = NULL, *only = NULL, *peers_script = "adapters/peers_bench.py";
-    bool peers = false;
+    bool peers = false, sweep = false;
     double peers_budget = 400;
     int iters = 30;
     for (int i = 1; i < argc; i++) {
@@ -665,6 +674,7 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--quick")) iters = 5;
+        else if (!strcmp(argv[i], "--sweep")) sweep = true;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return bench_usage(stdout);
         else {
             fprintf(stderr, "swadiff bench --device cuda: unknown argument '%s'\n", argv[i]);
@@ -717,6 +727,7 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
     for (size_t n = 0; n < sizeof bench_shapes / sizeof bench_shapes[0]; n++) {
         const bench_shape *b = &bench_shapes[n];
         if (only && !strstr(b->name, only)) continue;
+        if (b->sweep && !sweep) continue;
         bench_result res;
         swa_error e = {SWA_OK, ""};
         swa_cuda_tuning saved = swa_cuda_tune;
@@ -737,6 +748,7 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
         cJSON_AddNumberToObject(shape, "page_size", b->page_size);
         cJSON_AddNumberToObject(shape, "window_left", b->window_left);
         cJSON_AddStringToObject(shape, "dtype", "fp16");
+        cJSON_AddStringToObject(shape, "layout", b->hnd ? "HND" : "NHD");
         cJSON_AddNumberToObject(item, "rows_per_warp", b->rows_per_warp);
         cJSON_AddNumberToObject(item, "decode_warps", b->decode_warps);
         cJSON_AddItemToArray(arr, item);
@@ -755,7 +767,7 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
                decode ? "GB/s" : "TF/s", 100.0 * rate / ceiling, b->target, b->target > 0 ? (met ? "yes" : "NO") : "-");
         printf("%-50s   plan: %s; spot check %d rows, max abs err %.2e\n", "", res.plan, res.check_rows,
                res.check_max_err);
-        ran[nran++] = b;
+        if (!b->sweep) ran[nran++] = b; /* peers time the README rows */
         cJSON_AddStringToObject(item, "plan", res.plan);
         cJSON_AddNumberToObject(item, "median_ms", res.median_ms);
         cJSON_AddNumberToObject(item, "min_ms", res.min_ms);

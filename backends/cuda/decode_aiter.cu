@@ -4,7 +4,8 @@
  * Grid: (num_seqs, num_kv_heads, max_num_partitions * ceil(group/16)).
  * Partition j of seq s covers tokens [j * partition_size, min(.., ctx)),
  * read through block_tables; all group heads of the kv head are the 16
- * rows of one tensor-core tile (4 warps split each 64-key tile).  AITER's
+ * rows of one tensor-core tile (2 warps split each 32-key tile, or 4 each
+ * 64-key tile).  AITER's
  * window: with sliding_window S > 0 token t is masked when t < ctx - S.
  * Each partition writes (max_logit, exp_sum, tmp_out) per head — here in
  * the exp2 domain — and the reduce kernel combines the partitions that
