@@ -255,13 +255,80 @@ Test(gpu_decode, fa2_graph_replay_with_larger_batch)
  * CTAs): 64-row prefill CTAs, 4-warp decode CTAs */
 
 #ifdef SWADIFF_HAVE_CUDA /* the knobs exist only in a CUDA build (else main skips with 77) */
-void swa_cuda_set_tuning(int prefill_rows_per_warp, int decode_warps); /* cuda_device.cu */
+void swa_cuda_set_tuning(int prefill_rows_per_warp, int decode_warps); /* cuda_common.cu */
+void swa_cuda_set_prefill_engine(int engine);                          /* cuda_common.cu */
+int swa_cuda_prefill_wgmma_available(void);                            /* prefill.cu */
+long swa_cuda_prefill_wgmma_launches(void);                            /* prefill.cu */
 
 Test(gpu_variants, prefill_one_m_tile_per_warp)
 {
     swa_cuda_set_tuning(16, 2);
     for (size_t n = 0; n < N_ELEMS(prefill_shapes); n++)
         check_shape(&prefill_shapes[n], &swa_backend_prefill, false, 0);
+}
+
+/* The Hopper wgmma prefill engine (prefill_engine 1; attn_engine_sm90.cuh)
+ * runs 64- and 128-row plan tiles of head_dim 64/128.  Every shape here
+ * plans such tiles (average packed rows per request > 16), so each run
+ * must reach the wgmma kernel: fp16 and bf16, head_dim 64 and 128, causal
+ * without a window, windows 0 / mid-tile / a whole tile / long, non-causal
+ * bands, GQA groups 1, 4, 8, page sizes 1, 16 and odd (5, 7, 13), NHD and
+ * HND, ragged, split-KV, soft cap, 64-row tiles (one warpgroup). */
+static const gpu_shape prefill_wgmma_shapes[] = {
+    {"wg causal hd128 G4 no window", 1, {300}, {300}, 16, 4, 128, 16, -1, FP16},
+    {"wg causal hd64 G1 window 0", 1, {200}, {200}, 2, 2, 64, 16, 0, BF16},
+    {"wg window 37 mid-tile page 1", 2, {150, 90}, {400, 90}, 8, 8, 128, 1, 37, FP16},
+    {"wg window 100 page 5 G4 hd64", 2, {130, 70}, {260, 200}, 4, 1, 64, 5, 100, BF16},
+    {"wg window 64 (one tile) prefix", 1, {129}, {1000}, 4, 4, 128, 16, 64, FP16},
+    {"wg GQA 8 L255 HND page 7", 1, {100}, {900}, 32, 4, 128, 7, 255, BF16, HND},
+    {"wg non-causal window 20 (64-row)", 2, {70, 33}, {150, 33}, 4, 4, 64, 16, 20, FP16, NHD, PAGED, true},
+    {"wg non-causal no window hd128", 1, {90}, {300}, 8, 8, 128, 16, -1, BF16, NHD, PAGED, true},
+    {"wg ragged bf16 hd128 G4 L63", 2, {200, 64}, {500, 64}, 16, 4, 128, 16, 63, BF16, NHD, RAGGED},
+    {"wg ragged hd64 64-row tiles", 3, {20, 30, 40}, {100, 30, 300}, 2, 2, 64, 16, -1, FP16, NHD, RAGGED},
+    {"wg split hd128 page 13 L1023", 2, {40, 8}, {3000, 2100}, 8, 2, 128, 13, 1023, FP16, HND},
+    {"wg split bf16 hd64 no window", 1, {64}, {4000}, 8, 2, 64, 16, -1, BF16},
+    {"wg soft cap 30 L16 hd128", 1, {96}, {160}, 8, 2, 128, 16, 16, BF16, NHD, PAGED, false, 30},
+    {"wg soft cap 2 hd64 64-row", 1, {40}, {100}, 4, 4, 64, 16, 16, FP16, NHD, PAGED, false, 2},
+    {"wg hd128 64-row window 10", 2, {50, 40}, {80, 40}, 4, 4, 128, 16, 10, BF16},
+    {"wg mistral-like 32/8 L4096", 1, {300}, {5000}, 32, 8, 128, 16, 4096, FP16},
+};
+
+/* Turns the wgmma engine on: skipped on a GPU that is not compute
+ * capability 9.0 (sm_90a code runs there only); on one that is, the build
+ * must have it. */
+static void wgmma_engine_on(void)
+{
+    char buf[256];
+    CUDA_DEV->describe(buf, sizeof buf);
+    if (!strstr(buf, ", cc 9.0,"))
+        cr_skip_test("the wgmma prefill engine needs compute capability 9.0 (sm_90a): %s", buf);
+    swa_cuda_set_prefill_engine(1);
+    cr_assert_eq(swa_cuda_prefill_wgmma_available(), 1,
+                 "compute capability 9.0, but the loaded image has no wgmma engine (build with "
+                 "SWADIFF_CUDA_ARCHITECTURES=90a): %s",
+                 buf);
+}
+
+Test(gpu_variants, prefill_wgmma_engine)
+{
+    wgmma_engine_on();
+    for (size_t n = 0; n < N_ELEMS(prefill_wgmma_shapes); n++) {
+        long before = swa_cuda_prefill_wgmma_launches();
+        check_shape(&prefill_wgmma_shapes[n], &swa_backend_prefill, false, 0);
+        cr_expect_eq(swa_cuda_prefill_wgmma_launches() - before, 1, "%s: the prefill run did not use the wgmma kernel",
+                     prefill_wgmma_shapes[n].name);
+    }
+}
+
+/* The common prefill shapes with the knob on: 16-row tiles and head_dim 256
+ * stay on mma.sync, the rest runs on wgmma. */
+Test(gpu_variants, prefill_wgmma_engine_common_shapes)
+{
+    wgmma_engine_on();
+    long before = swa_cuda_prefill_wgmma_launches();
+    for (size_t n = 0; n < N_ELEMS(prefill_shapes); n++)
+        check_shape(&prefill_shapes[n], &swa_backend_prefill, false, 0);
+    cr_expect_gt(swa_cuda_prefill_wgmma_launches() - before, 0, "no common prefill shape reached the wgmma kernel");
 }
 
 Test(gpu_variants, decode_four_warps)
@@ -362,6 +429,35 @@ Test(gpu_mutants, each_behaves_as_in_the_host_emulation)
     for (size_t n = 0; n < N_ELEMS(mutant_cases); n++)
         check_mutant(&mutant_cases[n]);
 }
+
+#ifdef SWADIFF_HAVE_CUDA
+/* The prefill kernel-level mutants again, on the wgmma engine: shapes whose
+ * plans have 64/128-row tiles, so the engine's mask, soft-cap, edge-tile
+ * and epilogue hooks are the ones that run. */
+static const gpu_mutant_case wgmma_mutant_cases[] = {
+    {SWA_MUTANT_MASK_COMPILED_OUT, PF, {"wg L4 long", 1, {200}, {200}, 2, 2, 128, 16, 4, FP16}},
+    {SWA_MUTANT_LEFT_BOUND_GT, PF, {"wg L37", 2, {150, 90}, {400, 90}, 4, 4, 64, 16, 37, FP16}},
+    {SWA_MUTANT_LEFT_BOUND_MINUS1, PF, {"wg L37", 2, {150, 90}, {400, 90}, 4, 4, 64, 16, 37, FP16}},
+    {SWA_MUTANT_TOP_LEFT_ALIGN, PF, {"wg L37 prefix", 2, {150, 90}, {400, 90}, 4, 4, 128, 16, 37, BF16}},
+    {SWA_MUTANT_REQUEST_ANCHORED, PF, {"wg L4 long", 1, {200}, {200}, 2, 2, 128, 16, 4, FP16}},
+    {SWA_MUTANT_SOFTCAP_COMPILED_OUT, PF, {"wg cap 2", 1, {96}, {160}, 4, 2, 64, 16, 16, FP16, NHD, PAGED, false, 2}},
+    {SWA_MUTANT_LSE_WRONG_BASE, PF, {"wg L37", 2, {150, 90}, {400, 90}, 4, 4, 64, 16, 37, FP16}},
+    {SWA_MUTANT_LSE_MERGE_DROPPED, PF, {"wg split", 1, {64}, {4000}, 8, 2, 64, 16, -1, FP16}},
+    {SWA_MUTANT_GQA_MOD_MAPPING, PF, {"wg GQA 8/2", 2, {40, 70}, {90, 70}, 8, 2, 64, 16, -1, BF16}},
+    {SWA_MUTANT_WINDOW_MASK_SKIPPED_IN_EDGE_TILE, PF, {"wg edge tile L37", 1, {200}, {200}, 4, 4, 64, 16, 37, FP16}},
+};
+
+Test(gpu_mutants, prefill_on_the_wgmma_engine)
+{
+    wgmma_engine_on();
+    for (size_t n = 0; n < N_ELEMS(wgmma_mutant_cases); n++) {
+        long before = swa_cuda_prefill_wgmma_launches();
+        check_mutant(&wgmma_mutant_cases[n]);
+        cr_expect_eq(swa_cuda_prefill_wgmma_launches() - before, 1, "mutant %s on %s: the run did not use the wgmma kernel",
+                     swa_mutant_get(wgmma_mutant_cases[n].mutant)->name, wgmma_mutant_cases[n].shape.name);
+    }
+}
+#endif /* SWADIFF_HAVE_CUDA */
 
 /* -------------------------------------------------------------------------
  * device plumbing */

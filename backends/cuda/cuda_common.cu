@@ -34,13 +34,18 @@ swa_status swa_cuda_fail(swa_error *err, cudaError_t code, const char *stmt, con
  * TFLOP/s causal 8192); decode CTAs of 2 warps (fa2 3.51 vs 3.35 TB/s,
  * aiter 3.05 vs 2.64 TB/s).  A 4-deep ring for 2-warp decode was measured
  * at 1.9 TB/s and dropped. */
-swa_cuda_tuning swa_cuda_tune = {32, 2};
+swa_cuda_tuning swa_cuda_tune = {32, 2, 0};
 
 extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_warps)
 {
     swa_cuda_tune.prefill_rows_per_warp = prefill_rows_per_warp;
     swa_cuda_tune.decode_warps = decode_warps;
 }
+
+/* Prefill engine: 0 mma.sync (default), 1 the Hopper wgmma engine where it
+ * applies (prefill.cu falls back to mma.sync elsewhere).  Not measured yet
+ * against mma.sync on an H200, hence not the default. */
+extern "C" void SWA_DEV_SYM(set_prefill_engine)(int engine) { swa_cuda_tune.prefill_engine = engine; }
 
 const char *swa_cuda_shape_unsupported(swa_dtype dtype, int head_dim, int group_size)
 {

@@ -120,10 +120,17 @@ static inline int swa_cuda_pow2_shift(int n)
 typedef struct swa_cuda_tuning {
     int prefill_rows_per_warp; /* 128-row tiles: 16 (two 64-row CTAs) or 32 (one CTA, two m-tiles per warp) */
     int decode_warps;          /* warps splitting each decode KV tile: 4 (64 keys) or 2 (32 keys) */
+    int prefill_engine;        /* 0 mma.sync; 1 Hopper wgmma (sm_90a image, head_dim <= 128, 64/128-row tiles) */
 } swa_cuda_tuning;
 extern swa_cuda_tuning swa_cuda_tune; /* cuda_common.cu */
 /* The same knobs for C callers (tests/gpu_test_kernels.c runs every variant). */
 extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_warps);
+extern "C" void SWA_DEV_SYM(set_prefill_engine)(int engine); /* 0 mma.sync, 1 wgmma */
+/* prefill.cu: 1 when prefill_engine = 1 would run the wgmma kernel on this
+ * device (the loaded image is sm_90a; asks the device once), and how many
+ * times the launcher has dispatched to it in this process. */
+extern "C" int SWA_DEV_SYM(prefill_wgmma_available)(void);
+extern "C" long SWA_DEV_SYM(prefill_wgmma_launches)(void);
 
 /* Whether the kernels handle this shape (NULL) or why not. */
 const char *swa_cuda_shape_unsupported(swa_dtype dtype, int head_dim, int group_size);

@@ -11,9 +11,18 @@
  * last row (plus window_right for a non-causal band); the per-element
  * window / right-bound / chunk mask only when plan->mask_window.
  *
- * Test: tests/gpu_test_kernels.c (prefill paged/ragged, split, GQA, windows). */
+ * Engines: the mma.sync engine (attn_engine.cuh) by default; with the
+ * tuning knob prefill_engine = 1 (swa_cuda_set_prefill_engine) the Hopper
+ * wgmma engine (attn_engine_sm90.cuh) runs the 64- and 128-row tiles of
+ * head_dim 64/128 (one CTA of 1 or 2 warpgroups per tile), when this
+ * binary's image for the device was compiled for sm_90a (asked once from
+ * the device: swa_prefill_wgmma_built); everything else stays on mma.sync.
+ *
+ * Test: tests/gpu_test_kernels.c (prefill paged/ragged, split, GQA, windows;
+ * gpu_variants runs them again on the wgmma engine). */
 #include "backends/cuda/cuda_internal.cuh"
 #include "backends/cuda/attn_engine.cuh"
+#include "backends/cuda/attn_engine_sm90.cuh"
 
 #include <limits.h>
 
@@ -150,6 +159,28 @@ __global__ void __launch_bounds__(Cfg::THREADS) swa_prefill_kernel(const swa_cud
     swa_attn_engine<Cfg, T>(prob, smem);
 }
 
+#if SWA_TENSOR_CORE_ENGINE
+/* The wgmma engine's kernel: the same problem class, 1 or 2 warpgroups.
+ * Its body exists only in the sm_90a image (elsewhere it is empty and
+ * never launched: see swa_prefill_wgmma_ready). */
+template <class Cfg, typename T, bool MUT>
+__global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) swa_prefill_wgmma_kernel(const swa_cuda_prefill_params p)
+{
+#if SWA_WGMMA_DEVICE
+    extern __shared__ __align__(1024) unsigned char swa_wgmma_smem[];
+    swa_prefill_prob_t<Cfg::D, T, MUT> prob(p);
+    if (!prob.template init<Cfg::ROWS>()) return;
+    swa_attn_engine_wgmma<Cfg, T>(prob, swa_wgmma_smem);
+#else
+    (void)p;
+#endif
+}
+
+/* 1 in the image of this file that the device loaded when that image was
+ * compiled for sm_90a (the wgmma kernel has a body), 0 in any other. */
+__device__ int swa_prefill_wgmma_built = SWA_WGMMA_DEVICE;
+#endif
+
 /* One warp per (qo row, head): combines the row's KV-chunk partials. */
 template <typename T, int D, bool MUT>
 __global__ void __launch_bounds__(128) swa_prefill_merge_kernel(const swa_cuda_prefill_params p)
@@ -175,7 +206,35 @@ __global__ void __launch_bounds__(128) swa_prefill_merge_kernel(const swa_cuda_p
 // ----------------------------------------------------------------------------
 // launcher
 
-template <class Cfg, typename T, bool MUT>
+/* Whether the wgmma engine can run here: this build has it (NVIDIA,
+ * tensor-core engine) and the image the device loaded for prefill.cu was
+ * compiled for sm_90a.  Asked once per process (a synchronous read of
+ * swa_prefill_wgmma_built); an error (no image for this device) is "no". */
+static long swa_prefill_wgmma_count = 0; /* launches of the wgmma kernel (tests) */
+
+static bool swa_prefill_wgmma_ready(void)
+{
+#if SWA_TENSOR_CORE_ENGINE
+    static int swa_prefill_wgmma_state = -1; /* -1 not asked yet, 0 no, 1 yes */
+    if (swa_prefill_wgmma_state < 0) {
+        int built = 0;
+        cudaError_t rc = cudaMemcpyFromSymbol(&built, swa_prefill_wgmma_built, sizeof built);
+        if (rc != cudaSuccess) {
+            cudaGetLastError(); /* not sticky: clear it for the caller's checks */
+            built = 0;
+        }
+        swa_prefill_wgmma_state = built == 1;
+    }
+    return swa_prefill_wgmma_state == 1;
+#else
+    return false;
+#endif
+}
+
+extern "C" int SWA_DEV_SYM(prefill_wgmma_available)(void) { return swa_prefill_wgmma_ready() ? 1 : 0; }
+extern "C" long SWA_DEV_SYM(prefill_wgmma_launches)(void) { return swa_prefill_wgmma_count; }
+
+template <class Cfg, typename T, bool MUT, bool WGMMA = false>
 static swa_status swa_prefill_launch_cfg(const swa_cuda_prefill_params *pp, int num_work, bool write_lse,
                                          cudaStream_t stream, swa_error *err)
 {
@@ -184,7 +243,14 @@ static swa_status swa_prefill_launch_cfg(const swa_cuda_prefill_params *pp, int 
     p.sub_tiles = p.cta_tile_q > Cfg::ROWS ? p.cta_tile_q / Cfg::ROWS : 1;
     p.page_shift = swa_cuda_pow2_shift(p.page_size);
     if (num_work > 0) {
-        auto kernel = swa_prefill_kernel<Cfg, T, MUT>;
+        void (*kernel)(const swa_cuda_prefill_params);
+#if SWA_TENSOR_CORE_ENGINE
+        if constexpr (WGMMA) {
+            kernel = swa_prefill_wgmma_kernel<Cfg, T, MUT>;
+            swa_prefill_wgmma_count++;
+        } else
+#endif
+            kernel = swa_prefill_kernel<Cfg, T, MUT>;
         SWA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
         dim3 grid((unsigned)((long long)num_work * p.sub_tiles * p.num_kv_heads));
         kernel<<<grid, Cfg::THREADS, Cfg::SMEM_BYTES, stream>>>(p);
@@ -214,6 +280,13 @@ static swa_status swa_prefill_launch_d(const swa_cuda_prefill_params *p, int num
     if (p->cta_tile_q <= 16)
         return swa_prefill_launch_cfg<swa_engine_cfg<D, 1, 4>, T, MUT>(p, num_work, write_lse, stream, err);
     if constexpr (D <= 128) {
+        /* Hopper wgmma engine (knob, sm_90a image): 128-row tiles as one
+         * CTA of two warpgroups, 64-row tiles as one warpgroup */
+        if (swa_cuda_tune.prefill_engine == 1 && swa_prefill_wgmma_ready()) {
+            if (p->cta_tile_q >= 128)
+                return swa_prefill_launch_cfg<swa_wgmma_cfg<D, 2>, T, MUT, true>(p, num_work, write_lse, stream, err);
+            return swa_prefill_launch_cfg<swa_wgmma_cfg<D, 1>, T, MUT, true>(p, num_work, write_lse, stream, err);
+        }
         if (p->cta_tile_q >= 128 && swa_cuda_tune.prefill_rows_per_warp == 32)
             return swa_prefill_launch_cfg<swa_engine_cfg<D, 4, 1, 2>, T, MUT>(p, num_work, write_lse, stream, err);
     }

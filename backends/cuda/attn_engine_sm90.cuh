@@ -1,0 +1,531 @@
+/* attn_engine_sm90.cuh — the Hopper (sm_90a) prefill tile engine: the
+ * same attention as swa_attn_engine (attn_engine.cuh), with the two
+ * products on wgmma.mma_async instead of mma.sync.
+ *
+ * Why: the mma.sync engine is bound by shared-memory reads (every warp
+ * ldmatrix-reads every K and V tile).  wgmma lets one warpgroup (4 warps,
+ * 64 query rows) read a B operand from shared memory once.
+ *
+ * Shape (swa_wgmma_cfg): WG consumer warpgroups (2 for 128-row plan tiles,
+ * 1 for 64-row ones), 64 rows each, KV tiles of 64 keys, head_dim 64 or 128
+ * (256 stays on the mma.sync engine), fp16 and bf16.  Per KV tile:
+ *  - all threads fill a STAGES-deep cp.async ring (16-byte copies, page
+ *    lookup one tile ahead, invalid keys zero-filled), exactly as the
+ *    mma.sync engine does, only into the wgmma layout below;
+ *  - S = Q K^T: D/16 x wgmma m64n64k16, A = Q and B = K both from shared
+ *    memory (descriptors), both K-major;
+ *  - scale / soft cap / mask / online softmax on the accumulator with the
+ *    mma.sync engine's helpers (swa_logits_capped, swa_tile_row_lo,
+ *    swa_apply_mask, the per-warp full-tile vote, exp2 with the scale
+ *    folded in): the m64nN accumulator gives warp w of the warpgroup rows
+ *    16w..16w+15 in the m16n8 C layout of mma.sync (lane g = lane/4 has
+ *    rows g and g+8, lane t4 = lane%4 columns 2*t4, 2*t4+1 of each 8), so
+ *    it is viewed as the old s[1][64/8][4];
+ *  - O += P V: 4 x wgmma m64n{D}k16 with A = P from registers (P rounded
+ *    to the dtype, packed pairwise as the mma.sync A fragment, which is
+ *    also the wgmma register A layout) and B = V from shared memory,
+ *    MN-major (imm-trans-b = 1); fp32 accumulators in registers;
+ *  - epilogue as the mma.sync engine's with one key split:
+ *    swa_state_inv_sum, the FINITE_SENTINEL hook, write_row per 8 dims.
+ *
+ * Not done in this step: no TMA (the paged K/V rows are gathered by
+ * cp.async), no warp specialisation (no producer warp, no ping-pong of
+ * the two warpgroups, no overlap of softmax with the next QK^T), every
+ * wgmma batch waited for (wait_group 0) before its result is used.
+ *
+ * Shared memory (base aligned to 1024 bytes by hand; the swizzle pattern
+ * repeats every 1024 bytes and the descriptors' base offset is 0):
+ *   Q [ROWS x D], then STAGES x (K [64 x D], V [64 x D]); the epilogue
+ *   reuses the ring.  Each matrix is D/64 blocks of [rows][64 elements]
+ *   (128-byte rows), in the canonical 128-byte swizzle:
+ *     byte(row, dim) = (dim/64) * rows*128 + row*128
+ *                      + (((dim%64)/8) ^ (row%8)) * 16 + (dim%8) * 2
+ *   (CuTe's Swizzle<3,4,3>: address bits [4,7) ^= bits [7,10)).  Q and K
+ *   are read K-major (the reduction dim, head_dim, contiguous); V is read
+ *   MN-major for P V (its N, head_dim, contiguous; K = keys strided).
+ *
+ * wgmma shared-memory descriptor (64 bits), as used here:
+ *   [0,14)  start address >> 4
+ *   [16,30) leading-dimension byte offset >> 4 (LBO)
+ *   [32,46) stride-dimension byte offset >> 4 (SBO)
+ *   [49,52) base offset: 0 (every pattern starts on a 1024-byte boundary)
+ *   [62,64) layout: 1 = 128-byte swizzle
+ * K-major, 128B swizzle (Q as A, K as B): SBO = 1024 (8 rows of 128 bytes
+ *   to the next 8 rows), LBO unused (encoded 1); a k16 step moves the start
+ *   by 32 bytes inside a 128-byte row, and by a whole [rows][64] block
+ *   every 4 steps.
+ * MN-major, 128B swizzle (V as B, trans-b = 1): LBO = the byte distance
+ *   between two 64-element blocks along N (head_dim), here 64 keys x 128
+ *   bytes = 8192; SBO = 1024 (8 keys to the next 8 keys along K); a k16
+ *   step (16 keys) moves the start by 2048 bytes.
+ * Checked against: the PTX ISA, "Matrix Descriptor Format" and
+ * "Shared Memory Matrix Layout" / canonical layouts of wgmma (section
+ * 9.7.15.5.1); NVIDIA/cutlass include/cute/arch/mma_sm90_desc.hpp (the
+ * GmmaDescriptor bit fields, layout type 1 = B128) and
+ * include/cute/atom/mma_traits_sm90_gmma.hpp (make_gmma_desc: K-major
+ * SW128 ((8,n),2):((8,SBO),1) in 16-byte units, LBO "assumed 1"; MN-major
+ * SW128 ((8,n),(8,k)):((1,LBO),(8,SBO)), i.e. LBO strides the 64-element
+ * MN blocks and SBO the 8-row K groups; imm-trans = 1 for Major::MN);
+ * HazyResearch/ThunderKittens include/types/shared/descriptor.cuh (MN-major
+ * 128B: LBO = one [rows][64] block, SBO = 1024, k-step + 2048; K-major 128B:
+ * SBO = 1024, k-step +32 bytes and a block jump every 4 steps).
+ *
+ * Ordering (PTX rules for wgmma): cp.async data is waited for by each
+ * thread, made visible to the async proxy (fence.proxy.async.shared::cta,
+ * which wgmma's shared-memory reads go through), then __syncthreads; a
+ * wgmma.fence precedes each batch (the accumulators and the P fragments
+ * were written by ordinary instructions); commit_group + wait_group 0
+ * before S or O is read, and before the __syncthreads after which the
+ * ring stage is refilled.  Empty asm statements pin the accumulator
+ * registers on either side of a batch so the compiler does not move
+ * ordinary reads or writes of them across it (CuTe's
+ * warpgroup_fence_operand does the same).
+ *
+ * Build: the device code exists only in an sm_90a compilation pass
+ * (__CUDA_ARCH_FEAT_SM90_ALL); other NVIDIA targets compile an empty
+ * kernel and prefill.cu asks the loaded image (swa_prefill_wgmma_built)
+ * before dispatching here.  Nothing of it is in the ROCm or portable build.
+ *
+ * Test: tests/gpu_test_kernels.c (gpu_variants: prefill with the wgmma
+ * engine, skipped on a GPU that is not compute capability 9.0). */
+#ifndef SWADIFF_CUDA_ATTN_ENGINE_SM90_CUH
+#define SWADIFF_CUDA_ATTN_ENGINE_SM90_CUH
+
+#include "backends/cuda/attn_engine.cuh"
+
+#if SWA_TENSOR_CORE_ENGINE
+
+/* 1 in the device pass for sm_90a (wgmma exists there and nowhere else) */
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define SWA_WGMMA_DEVICE 1
+#else
+#define SWA_WGMMA_DEVICE 0
+#endif
+
+namespace SWA_NS {
+
+/* Shape of the wgmma engine: WG warpgroups of 64 rows, 64-key tiles. */
+template <int D_, int WG_, int STAGES_ = 0> struct swa_wgmma_cfg {
+    static constexpr int D = D_, WG = WG_;
+    static constexpr int NW = 4 * WG, THREADS = NW * 32, ROWS = 64 * WG;
+    static constexpr int TK = 64, NT = 64; /* keys per tile (one warp sees all of them) */
+    static constexpr int STAGES = STAGES_ ? STAGES_ : 3;
+    static constexpr int Q_BYTES = ROWS * D * 2;
+    static constexpr int TILE_BYTES = TK * D * 2; /* one K or V tile */
+    static constexpr int STAGE_BYTES = 2 * TILE_BYTES;
+    static constexpr int RING_BYTES = STAGES * STAGE_BYTES;
+    static constexpr int EPI_STRIDE = D + 8; /* floats */
+    static constexpr int EPI_BYTES = ROWS * EPI_STRIDE * 4 + 2 * ROWS * 4;
+    static constexpr int ALIGN = 1024; /* the 128-byte swizzle pattern's period */
+    static constexpr int SMEM_BYTES = ALIGN + Q_BYTES + (RING_BYTES > EPI_BYTES ? RING_BYTES : EPI_BYTES);
+    static constexpr int CHUNKS = D / 8;               /* 16-byte chunks per row */
+    static constexpr int LOADS = TK * CHUNKS / THREADS; /* K (and V) chunks per thread per tile */
+    static constexpr int MIN_BLOCKS = D <= 64 ? 2 : 1;  /* __launch_bounds__ */
+    static_assert(D == 64 || D == 128, "wgmma engine: head_dim 64 or 128 (256 runs on the mma.sync engine)");
+    static_assert(WG == 1 || WG == 2, "wgmma engine: one or two warpgroups");
+    static_assert(STAGES >= 2, "wgmma engine: a ring of at least two stages");
+    static_assert(THREADS % CHUNKS == 0 && (TK * CHUNKS) % THREADS == 0, "tile loads must split evenly");
+    static_assert(SMEM_BYTES <= 227 * 1024, "wgmma engine: shared memory over the sm_90 limit");
+};
+
+/* Byte offset of (row, 16-byte chunk) in a [ROWS x D] matrix stored as
+ * D/64 blocks of [ROWS][64] elements with the 128-byte swizzle. */
+template <int ROWS> __device__ __forceinline__ uint32_t swa_sw128_off(int row, int chunk)
+{
+    return (uint32_t)((chunk >> 3) * (ROWS * 128) + row * 128 + (((chunk & 7) ^ (row & 7)) << 4));
+}
+
+#if SWA_WGMMA_DEVICE
+/* ---------------------------------------------------------------------------
+ * wgmma PTX (sm_90a). */
+
+/* Descriptor of a 128-byte-swizzled operand at shared address saddr. */
+__device__ __forceinline__ uint64_t swa_wg_desc(uint32_t saddr, uint32_t lbo_bytes, uint32_t sbo_bytes)
+{
+    return (uint64_t)((saddr & 0x3ffffu) >> 4) | ((uint64_t)((lbo_bytes & 0x3ffffu) >> 4) << 16) |
+           ((uint64_t)((sbo_bytes & 0x3ffffu) >> 4) << 32) | (1ull << 62);
+}
+/* The same descriptor with the start address moved by `bytes` (a multiple
+ * of 16; the 14-bit address field cannot carry: shared addresses < 256 KiB). */
+__device__ __forceinline__ uint64_t swa_wg_desc_add(uint64_t desc, uint32_t bytes) { return desc + (bytes >> 4); }
+
+__device__ __forceinline__ void swa_wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void swa_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void swa_wg_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+/* Generic-proxy writes of this thread (cp.async, st.shared) -> visible to
+ * the async proxy, which wgmma's shared-memory operand reads use. */
+__device__ __forceinline__ void swa_fence_proxy_async_smem()
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+/* Pins registers: the compiler may not move ordinary accesses of them
+ * across this point (it sees them read and rewritten here). */
+template <int A, int B> __device__ __forceinline__ void swa_wg_pin(float (&r)[A][B])
+{
+#pragma unroll
+    for (int i = 0; i < A; i++)
+#pragma unroll
+        for (int j = 0; j < B; j++) asm volatile("" : "+f"(r[i][j])::"memory");
+}
+template <int A, int B> __device__ __forceinline__ void swa_wg_pin(uint32_t (&r)[A][B])
+{
+#pragma unroll
+    for (int i = 0; i < A; i++)
+#pragma unroll
+        for (int j = 0; j < B; j++) asm volatile("" : "+r"(r[i][j])::"memory");
+}
+
+/* Accumulator register lists: N/2 fp32 registers, viewed as d[N/8][4]. */
+#define SWA_WG_D32 "{" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, " \
+    "%8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, " \
+    "%24, %25, %26, %27, %28, %29, %30, %31" "}"
+
+#define SWA_WG_OUT32(d) \
+    "+f"((d)[0][0]), "+f"((d)[0][1]), "+f"((d)[0][2]), "+f"((d)[0][3]), \
+    "+f"((d)[1][0]), "+f"((d)[1][1]), "+f"((d)[1][2]), "+f"((d)[1][3]), \
+    "+f"((d)[2][0]), "+f"((d)[2][1]), "+f"((d)[2][2]), "+f"((d)[2][3]), \
+    "+f"((d)[3][0]), "+f"((d)[3][1]), "+f"((d)[3][2]), "+f"((d)[3][3]), \
+    "+f"((d)[4][0]), "+f"((d)[4][1]), "+f"((d)[4][2]), "+f"((d)[4][3]), \
+    "+f"((d)[5][0]), "+f"((d)[5][1]), "+f"((d)[5][2]), "+f"((d)[5][3]), \
+    "+f"((d)[6][0]), "+f"((d)[6][1]), "+f"((d)[6][2]), "+f"((d)[6][3]), \
+    "+f"((d)[7][0]), "+f"((d)[7][1]), "+f"((d)[7][2]), "+f"((d)[7][3])
+
+#define SWA_WG_D64 "{" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, " \
+    "%8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, " \
+    "%24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, " \
+    "%40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, " \
+    "%56, %57, %58, %59, %60, %61, %62, %63" "}"
+
+#define SWA_WG_OUT64(d) \
+    "+f"((d)[0][0]), "+f"((d)[0][1]), "+f"((d)[0][2]), "+f"((d)[0][3]), \
+    "+f"((d)[1][0]), "+f"((d)[1][1]), "+f"((d)[1][2]), "+f"((d)[1][3]), \
+    "+f"((d)[2][0]), "+f"((d)[2][1]), "+f"((d)[2][2]), "+f"((d)[2][3]), \
+    "+f"((d)[3][0]), "+f"((d)[3][1]), "+f"((d)[3][2]), "+f"((d)[3][3]), \
+    "+f"((d)[4][0]), "+f"((d)[4][1]), "+f"((d)[4][2]), "+f"((d)[4][3]), \
+    "+f"((d)[5][0]), "+f"((d)[5][1]), "+f"((d)[5][2]), "+f"((d)[5][3]), \
+    "+f"((d)[6][0]), "+f"((d)[6][1]), "+f"((d)[6][2]), "+f"((d)[6][3]), \
+    "+f"((d)[7][0]), "+f"((d)[7][1]), "+f"((d)[7][2]), "+f"((d)[7][3]), \
+    "+f"((d)[8][0]), "+f"((d)[8][1]), "+f"((d)[8][2]), "+f"((d)[8][3]), \
+    "+f"((d)[9][0]), "+f"((d)[9][1]), "+f"((d)[9][2]), "+f"((d)[9][3]), \
+    "+f"((d)[10][0]), "+f"((d)[10][1]), "+f"((d)[10][2]), "+f"((d)[10][3]), \
+    "+f"((d)[11][0]), "+f"((d)[11][1]), "+f"((d)[11][2]), "+f"((d)[11][3]), \
+    "+f"((d)[12][0]), "+f"((d)[12][1]), "+f"((d)[12][2]), "+f"((d)[12][3]), \
+    "+f"((d)[13][0]), "+f"((d)[13][1]), "+f"((d)[13][2]), "+f"((d)[13][3]), \
+    "+f"((d)[14][0]), "+f"((d)[14][1]), "+f"((d)[14][2]), "+f"((d)[14][3]), \
+    "+f"((d)[15][0]), "+f"((d)[15][1]), "+f"((d)[15][2]), "+f"((d)[15][3])
+
+/* The three products the engine issues, per dtype:
+ *   qk:  d[8][4]      (+)= A(smem desc, K-major) x B(smem desc, K-major), m64n64k16
+ *   pv:  d[D/8][4]     += A(registers)          x B(smem desc, MN-major), m64n{D}k16
+ * scale_d = 0 makes the first k-step overwrite d (qk). */
+#define SWA_WG_DEFINE_OPS(CTYPE, PTXT)                                                                          \
+    template <> struct swa_wg_ops<CTYPE> {                                                                      \
+        static __device__ __forceinline__ void qk(float (&d)[8][4], uint64_t desc_a, uint64_t desc_b, int scale_d) \
+        {                                                                                                       \
+            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                           \
+                         "wgmma.mma_async.sync.aligned.m64n64k16.f32." PTXT "." PTXT " " SWA_WG_D32           \
+                         ", %32, %33, p, 1, 1, 0, 0;\n}\n"                                                      \
+                         : SWA_WG_OUT32(d)                                                                      \
+                         : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                             \
+        }                                                                                                       \
+        static __device__ __forceinline__ void pv(float (&d)[8][4], const uint32_t (&a)[4], uint64_t desc_b)    \
+        {                                                                                                       \
+            asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32." PTXT "." PTXT " " SWA_WG_D32            \
+                         ", {%32, %33, %34, %35}, %36, 1, 1, 1, 1;\n"                                           \
+                         : SWA_WG_OUT32(d)                                                                      \
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));                            \
+        }                                                                                                       \
+        static __device__ __forceinline__ void pv(float (&d)[16][4], const uint32_t (&a)[4], uint64_t desc_b)   \
+        {                                                                                                       \
+            asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32." PTXT "." PTXT " " SWA_WG_D64           \
+                         ", {%64, %65, %66, %67}, %68, 1, 1, 1, 1;\n"                                           \
+                         : SWA_WG_OUT64(d)                                                                      \
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));                            \
+        }                                                                                                       \
+    };
+
+template <typename T> struct swa_wg_ops;
+SWA_WG_DEFINE_OPS(swa_half_t, "f16")
+SWA_WG_DEFINE_OPS(swa_bf16_t, "bf16")
+#undef SWA_WG_DEFINE_OPS
+#endif /* SWA_WGMMA_DEVICE */
+
+/* ---------------------------------------------------------------------------
+ * The engine.  Prob is the mma.sync engine's problem class (init() already
+ * called with Cfg::ROWS); the result is the same up to the summation
+ * order inside the tensor cores. */
+template <class Cfg, typename T, class Prob>
+__device__ __forceinline__ void swa_attn_engine_wgmma(Prob &prob, unsigned char *smem_raw)
+{
+#if SWA_WGMMA_DEVICE
+    constexpr int D = Cfg::D, NT = Cfg::NT, TK = Cfg::TK, ROWS = Cfg::ROWS;
+    constexpr int STAGES = Cfg::STAGES, THREADS = Cfg::THREADS, CHUNKS = Cfg::CHUNKS, LOADS = Cfg::LOADS;
+    constexpr int ES = Cfg::EPI_STRIDE;
+    typedef swa_dt<T> dt;
+    typedef swa_wg_ops<T> wg;
+
+    /* 1024-byte aligned base (Cfg::SMEM_BYTES has the slack) */
+    unsigned char *smem = smem_raw + ((Cfg::ALIGN - (swa_smem_addr(smem_raw) & (Cfg::ALIGN - 1))) & (Cfg::ALIGN - 1));
+    unsigned char *sQ = smem;
+    unsigned char *sRing = smem + Cfg::Q_BYTES;
+    float *sEpiO = reinterpret_cast<float *>(smem + Cfg::Q_BYTES);
+    float *sEpiM = sEpiO + ROWS * ES;
+    float *sEpiD = sEpiM + ROWS;
+
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, wgi = warp / 4;
+    const int g = lane / 4, t4 = lane % 4;
+
+    const T *qg = reinterpret_cast<const T *>(prob.q);
+    const T *kg = reinterpret_cast<const T *>(prob.k);
+    const T *vg = reinterpret_cast<const T *>(prob.v);
+
+    /* Q tile -> shared (invalid rows zero) */
+    for (int idx = tid; idx < ROWS * CHUNKS; idx += THREADS) {
+        int row = idx / CHUNKS, c = idx % CHUNKS;
+        swa_row_info ri = prob.row(row);
+        swa_cp_async16(sQ + swa_sw128_off<ROWS>(row, c), qg + (ri.valid ? ri.q_off + c * 8 : 0), ri.valid);
+    }
+    swa_cp_async_commit();
+
+    const int kv_begin = prob.kv_begin, kv_end = prob.kv_end;
+    const int num_tiles = kv_end > kv_begin ? (kv_end - kv_begin + TK - 1) / TK : 0;
+
+    /* this thread's loads: chunk c of keys j0 + it * (THREADS / CHUNKS) */
+    const int ld_c = tid % CHUNKS, ld_j0 = tid / CHUNKS;
+    int looked[LOADS];
+    auto lookup_tile = [&](int tile) {
+        const int t0 = kv_begin + tile * TK + ld_j0;
+#pragma unroll
+        for (int it = 0; it < LOADS; it++) {
+            int t = t0 + it * (THREADS / CHUNKS);
+            looked[it] = (tile < num_tiles && t < kv_end) ? prob.lookup(t) : -1;
+        }
+    };
+    auto issue_tile = [&](int tile, int stage) {
+        unsigned char *sK = sRing + stage * Cfg::STAGE_BYTES;
+        unsigned char *sV = sK + Cfg::TILE_BYTES;
+        const int t0 = kv_begin + tile * TK + ld_j0;
+#pragma unroll
+        for (int it = 0; it < LOADS; it++) {
+            int j = ld_j0 + it * (THREADS / CHUNKS), t = t0 + it * (THREADS / CHUNKS);
+            bool valid = looked[it] >= 0;
+            long long off = valid ? prob.offset(looked[it], t) + ld_c * 8 : 0;
+            swa_cp_async16(sK + swa_sw128_off<TK>(j, ld_c), kg + off, valid);
+            swa_cp_async16(sV + swa_sw128_off<TK>(j, ld_c), vg + off, valid);
+        }
+    };
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < num_tiles) {
+            lookup_tile(s);
+            issue_tile(s, s);
+        }
+        swa_cp_async_commit();
+    }
+    lookup_tile(STAGES - 1);
+
+    /* my rows: warp w of the CTA owns rows 16w + g and 16w + g + 8 (warp
+     * w % 4 of warpgroup w / 4: the m64 accumulator's rows 16(w%4) + ..) */
+    int lo[2], hi[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        swa_row_info ri = prob.row(warp * 16 + g + r * 8);
+        lo[r] = ri.lo;
+        hi[r] = min(ri.hi, kv_end - 1);
+    }
+    const float masked_low = prob.masked_low_logit(); /* base-2 logit of a window-masked key */
+    const float cap = prob.soft_cap;
+    const float scale2 = prob.sm_scale * SWA_LOG2E;
+
+    float o[D / 8][4];
+#pragma unroll
+    for (int i = 0; i < D / 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+    float m[2], dsum[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        m[r] = -CUDART_INF_F;
+        dsum[r] = 0.f;
+    }
+
+    /* descriptors: my warpgroup's 64 Q rows (K-major, A), the stage's K
+     * (K-major, B) and V (MN-major, B); 16 bytes = LBO "1" where unused */
+    const uint64_t q_desc = swa_wg_desc(swa_smem_addr(sQ) + (uint32_t)(wgi * 64 * 128), 16, 1024);
+    const uint32_t ring_addr = swa_smem_addr(sRing);
+
+    for (int tile = 0; tile < num_tiles; tile++) {
+        {
+            int nt = tile + STAGES - 1;
+            if (nt < num_tiles) issue_tile(nt, nt % STAGES);
+            swa_cp_async_commit();
+            lookup_tile(nt + 1); /* consumed next iteration */
+        }
+        swa_cp_async_wait<STAGES - 1>();
+        swa_fence_proxy_async_smem(); /* my copies (Q, this stage) -> visible to wgmma */
+        __syncthreads();
+
+        const uint32_t stage_addr = ring_addr + (uint32_t)((tile % STAGES) * Cfg::STAGE_BYTES);
+        const uint64_t k_desc = swa_wg_desc(stage_addr, 16, 1024);
+        const uint64_t v_desc = swa_wg_desc(stage_addr + Cfg::TILE_BYTES, TK * 128, 1024);
+        const int key0 = kv_begin + tile * TK; /* the tile's first key (every warp sees all NT) */
+
+        /* S = Q K^T: k-step ks reads dims 16ks..16ks+15, 32 bytes into the
+         * 128-byte rows of block ks/4 */
+        float s[1][NT / 8][4];
+        swa_wg_fence();
+#pragma unroll
+        for (int ks = 0; ks < D / 16; ks++) {
+            const uint32_t kbytes = (uint32_t)((ks % 4) * 32);
+            wg::qk(s[0], swa_wg_desc_add(q_desc, kbytes + (uint32_t)((ks / 4) * ROWS * 128)),
+                   swa_wg_desc_add(k_desc, kbytes + (uint32_t)((ks / 4) * TK * 128)), ks > 0);
+        }
+        swa_wg_commit();
+        swa_wg_wait<0>();
+        swa_wg_pin(s[0]);
+
+        /* logits -> base-2 domain, masked (skipped when the whole warp's
+         * rows see every key of the tile): the mma.sync engine's code with
+         * MT = 1, WK = 1 */
+        int lo_t[2];
+#pragma unroll
+        for (int r = 0; r < 2; r++)
+            lo_t[r] = Prob::FA_STYLE_MUTANTS ? swa_tile_row_lo(lo[r], kv_begin + tile * TK, kv_begin, prob.m) : lo[r];
+        bool full = true;
+#pragma unroll
+        for (int r = 0; r < 2; r++) full = full && key0 >= lo_t[r] && key0 + NT - 1 <= hi[r];
+        const bool warp_full = swa_all_sync(full);
+        if (cap > 0.f) swa_logits_capped<1, NT>(s, cap, prob.sm_scale / cap, cap * SWA_LOG2E, prob.m);
+        if (!warp_full) swa_apply_mask<1, NT>(s, lo_t, hi, key0, t4, cap > 0.f ? masked_low : masked_low / scale2);
+        const float mul = cap > 0.f ? 1.f : scale2;
+
+        /* online softmax; the quad (4 lanes) shares a row */
+        float corr_r[2];
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const int h = r;
+            float mx = -CUDART_INF_F;
+#pragma unroll
+            for (int nt = 0; nt < NT / 8; nt++) mx = fmaxf(mx, fmaxf(s[0][nt][2 * h], s[0][nt][2 * h + 1]));
+            mx = fmaxf(mx, swa_shfl_xor(mx, 1));
+            mx = fmaxf(mx, swa_shfl_xor(mx, 2));
+            float m_new = fmaxf(m[r], mx * mul);
+            float m_use = m_new == -CUDART_INF_F ? 0.f : m_new;
+            float corr = swa_exp2(m[r] - m_use);
+            m[r] = m_new;
+            float rs = 0.f;
+#pragma unroll
+            for (int nt = 0; nt < NT / 8; nt++) {
+                s[0][nt][2 * h] = swa_exp2(fmaf(s[0][nt][2 * h], mul, -m_use));
+                s[0][nt][2 * h + 1] = swa_exp2(fmaf(s[0][nt][2 * h + 1], mul, -m_use));
+                rs += s[0][nt][2 * h] + s[0][nt][2 * h + 1];
+            }
+            dsum[r] = dsum[r] * corr + rs;
+            corr_r[r] = corr;
+        }
+        /* O *= corr, skipped while no row of the warp saw a new maximum
+         * (corr is then exactly 1: no bit changes), as the mma.sync engine */
+        if (!swa_all_sync(corr_r[0] == 1.f && corr_r[1] == 1.f)) {
+#pragma unroll
+            for (int r = 0; r < 2; r++)
+#pragma unroll
+                for (int dn = 0; dn < D / 8; dn++) {
+                    o[dn][2 * r] *= corr_r[r];
+                    o[dn][2 * r + 1] *= corr_r[r];
+                }
+        }
+
+        /* O += P V: P in the dtype as the A fragments of 16 keys each (the
+         * mma.sync engine's packing); k-step kk reads V keys 16kk.. (2048
+         * bytes per 16 rows of 128 bytes) */
+        uint32_t a[NT / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < NT / 16; kk++) {
+            a[kk][0] = dt::pack(s[0][2 * kk][0], s[0][2 * kk][1]);
+            a[kk][1] = dt::pack(s[0][2 * kk][2], s[0][2 * kk][3]);
+            a[kk][2] = dt::pack(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
+            a[kk][3] = dt::pack(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
+        }
+        swa_wg_pin(o);
+        swa_wg_pin(a);
+        swa_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < NT / 16; kk++) wg::pv(o, a[kk], swa_wg_desc_add(v_desc, (uint32_t)(kk * 16 * 128)));
+        swa_wg_commit();
+        swa_wg_wait<0>();
+        swa_wg_pin(o);
+        __syncthreads(); /* the stage is refilled next iteration */
+    }
+    swa_cp_async_wait<0>();
+    __syncthreads();
+
+    /* row sums live spread over the quad */
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        dsum[r] += swa_shfl_xor(dsum[r], 1);
+        dsum[r] += swa_shfl_xor(dsum[r], 2);
+    }
+
+    /* epilogue: the warp's (m, d, O) rows to shared, then every thread
+     * writes (row, 8 dims) through the problem class, as the mma.sync
+     * engine does with one key split */
+    {
+        float *myO = sEpiO + warp * 16 * ES;
+#pragma unroll
+        for (int dn = 0; dn < D / 8; dn++) {
+            int col = dn * 8 + 2 * t4;
+            *reinterpret_cast<float2 *>(myO + g * ES + col) = make_float2(o[dn][0], o[dn][1]);
+            *reinterpret_cast<float2 *>(myO + (g + 8) * ES + col) = make_float2(o[dn][2], o[dn][3]);
+        }
+        if (t4 == 0) {
+            sEpiM[warp * 16 + g] = m[0];
+            sEpiM[warp * 16 + g + 8] = m[1];
+            sEpiD[warp * 16 + g] = dsum[0];
+            sEpiD[warp * 16 + g + 8] = dsum[1];
+        }
+    }
+    __syncthreads();
+
+    for (int idx = tid; idx < ROWS * CHUNKS; idx += THREADS) {
+        int row = idx / CHUNKS, c = idx % CHUNKS;
+        float mmax = fmaxf(-CUDART_INF_F, sEpiM[row]);
+        float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+        float den = 0.f;
+        {
+            const float wgt = 1.f; /* one key split: the mma.sync engine's WK == 1 weights */
+            den += sEpiD[row] * wgt;
+            const float *src = sEpiO + row * ES + c * 8;
+#pragma unroll
+            for (int e = 0; e < 8; e++) acc[e] += src[e] * wgt;
+        }
+        float inv = swa_state_inv_sum(den, prob.m); /* as the host: a NaN sum (poisoned key) stays NaN */
+        if (Prob::FA_STYLE_MUTANTS && swa_row_empty_by_sentinel(mmax, prob.m)) { /* FINITE_SENTINEL_EMPTY_ROW: "fully masked" */
+            inv = 0.f;
+            den = 0.f;
+            mmax = -CUDART_INF_F;
+#pragma unroll
+            for (int e = 0; e < 8; e++) acc[e] = 0.f;
+        }
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[e] *= inv;
+        prob.write_row(row, c, acc, mmax, den);
+    }
+#else
+    (void)prob;
+    (void)smem_raw;
+#endif /* SWA_WGMMA_DEVICE */
+}
+
+} /* namespace SWA_NS */
+
+#endif /* SWA_TENSOR_CORE_ENGINE */
+
+#endif /* SWADIFF_CUDA_ATTN_ENGINE_SM90_CUH */
