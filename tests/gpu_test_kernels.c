@@ -509,6 +509,69 @@ Test(gpu_device, device_fault_becomes_an_error_status)
     fx_teardown(&f);
 }
 
+/* SWADIFF_CUDA_PREFILL_ENGINE picks the prefill engine of a whole run:
+ * "mma" and (on compute capability 9.0) "wgmma" run a prefill case file and
+ * pass; any other value makes every prefill result an error naming the
+ * variable, never a silent default.  The binary and the source tree:
+ * $SWADIFF_BINARY and $SWADIFF_SOURCE_DIR (a GPU machine running a bundle),
+ * or the build's. */
+static int run_with_engine(const char *value, const char *dir, char *out, size_t n)
+{
+    const char *bin = getenv("SWADIFF_BINARY") ? getenv("SWADIFF_BINARY") : SWADIFF_BINARY;
+    const char *src = getenv("SWADIFF_SOURCE_DIR") ? getenv("SWADIFF_SOURCE_DIR") : SWADIFF_SOURCE_DIR;
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "SWADIFF_CUDA_PREFILL_ENGINE='%s' '%s' run --device cuda --quiet --no-explain --report '%s/%s' "
+             "'%s/cases/seed000_paged_prefill.json' 2>&1",
+             value, bin, dir, value, src);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p, "popen(%s)", cmd);
+    size_t k = fread(out, 1, n - 1, p);
+    out[k] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static bool file_contains(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    static char buf[1 << 22];
+    size_t k = fread(buf, 1, sizeof buf - 1, f);
+    buf[k] = 0;
+    fclose(f);
+    return strstr(buf, needle) != NULL;
+}
+
+Test(gpu_env, prefill_engine_variable)
+{
+    char dir[] = "/tmp/swadiff-engine-env-XXXXXX", out[16384], report[512];
+    cr_assert(mkdtemp(dir), "mkdtemp");
+
+    int rc = run_with_engine("mma", dir, out, sizeof out);
+    cr_expect_eq(rc, 0, "SWADIFF_CUDA_PREFILL_ENGINE=mma: exit %d\n%s", rc, out);
+
+    char buf[256];
+    CUDA_DEV->describe(buf, sizeof buf);
+    bool hopper = strstr(buf, ", cc 9.0,") != NULL;
+    rc = run_with_engine("wgmma", dir, out, sizeof out);
+    snprintf(report, sizeof report, "%s/wgmma/report.json", dir);
+    if (hopper && swa_cuda_prefill_wgmma_available())
+        cr_expect_eq(rc, 0, "SWADIFF_CUDA_PREFILL_ENGINE=wgmma on %s: exit %d\n%s", buf, rc, out);
+    else
+        cr_expect(rc == 3 && file_contains(report, "has no wgmma engine"),
+                  "SWADIFF_CUDA_PREFILL_ENGINE=wgmma without the engine: exit %d (expected 3 and a reason)\n%s", rc, out);
+
+    rc = run_with_engine("bogus", dir, out, sizeof out);
+    snprintf(report, sizeof report, "%s/bogus/report.json", dir);
+    cr_expect_eq(rc, 3, "SWADIFF_CUDA_PREFILL_ENGINE=bogus: exit %d (expected 3: error results)\n%s", rc, out);
+    cr_expect(file_contains(report, "SWADIFF_CUDA_PREFILL_ENGINE=\\\"bogus\\\": expected"),
+              "the error results should name the variable and its value (%s)", report);
+    char rm[600];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    cr_expect_eq(system(rm), 0);
+}
+
 /* -------------------------------------------------------------------------
  * main: skip (77) without a usable device; probe it in a child so that no
  * CUDA state is inherited by Criterion's forked tests. */

@@ -91,6 +91,7 @@ typedef struct bench_shape {
     int rows_per_warp, decode_warps; /* kernel variant (swa_cuda_tuning) */
     bool hnd;                        /* HND pages (one head's keys contiguous); NHD otherwise */
     bool sweep;                      /* a variant row: runs under --sweep only */
+    int prefill_engine;              /* 0 mma.sync, 1 Hopper wgmma (set_prefill_engine) */
 } bench_shape;
 
 typedef struct bench_result {
@@ -512,6 +513,8 @@ static const bench_shape bench_shapes[] = {
     {"prefill causal 8192 32/8 hd128 p16 [32 rows/warp]", PF_8K, -1, true, ">= 200 TFLOP/s", 200, 32, 2},
     {"prefill causal 8192 32/8 hd128 p16 [16 rows/warp]", PF_8K, -1, true, ">= 200 TFLOP/s", 200, 16, 2},
     {"prefill causal L1023 8192 [32 rows/warp]", PF_8K, 1023, true, "(none; flex_attention 307)", 0, 32, 2},
+    {"prefill causal 8192 32/8 hd128 p16 [wgmma]", PF_8K, -1, true, ">= 450 TFLOP/s", 450, 32, 2, false, false, 1},
+    {"prefill causal L1023 8192 [wgmma]", PF_8K, 1023, true, ">= 320 TFLOP/s", 320, 32, 2, false, false, 1},
     /* the first workload again: the spread between two timings of one version */
     {"decode_fa2 b64 kv4096 32/8 hd128 p16 [2 warps] again", FA2_B64, -1, true, ">= 3.5 TB/s", 3500, 32, 2},
     /* --sweep: variants measured when the defaults were chosen (2026-12-01, one H200:
@@ -733,7 +736,12 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
         swa_cuda_tuning saved = swa_cuda_tune;
         swa_cuda_tune.prefill_rows_per_warp = b->rows_per_warp;
         swa_cuda_tune.decode_warps = b->decode_warps;
+        SWA_DEV_SYM(set_prefill_engine)(b->prefill_engine);
+        long wgmma_before = SWA_DEV_SYM(prefill_wgmma_launches)();
         swa_status st = bench_run_shape(b, iters, &res, &e);
+        if (st == SWA_OK && b->prefill_engine == 1 && SWA_DEV_SYM(prefill_wgmma_launches)() == wgmma_before)
+            st = swa_error_set(&e, SWA_ERR_UNSUPPORTED, "no wgmma engine here (compute capability 9.0 and an sm_90a "
+                                                         "build needed): mma.sync ran, not timed as wgmma");
         swa_cuda_tune = saved;
         cJSON *item = cJSON_CreateObject();
         cJSON_AddStringToObject(item, "name", b->name);
@@ -751,6 +759,8 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
         cJSON_AddStringToObject(shape, "layout", b->hnd ? "HND" : "NHD");
         cJSON_AddNumberToObject(item, "rows_per_warp", b->rows_per_warp);
         cJSON_AddNumberToObject(item, "decode_warps", b->decode_warps);
+        if (!strcmp(b->backend, "prefill"))
+            cJSON_AddStringToObject(item, "prefill_engine", b->prefill_engine ? "wgmma" : "mma.sync");
         cJSON_AddItemToArray(arr, item);
         if (st != SWA_OK) {
             printf("%-50s FAILED: %s\n", b->name, e.message);

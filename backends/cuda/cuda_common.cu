@@ -8,6 +8,7 @@
  * Test: tests/gpu_test_kernels.c. */
 #include "backends/cuda/cuda_internal.cuh"
 
+#include <stdlib.h>
 #include <string.h>
 
 namespace SWA_NS {
@@ -45,7 +46,26 @@ extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_wa
 /* Prefill engine: 0 mma.sync (default), 1 the Hopper wgmma engine where it
  * applies (prefill.cu falls back to mma.sync elsewhere).  Not measured yet
  * against mma.sync on an H200, hence not the default. */
-extern "C" void SWA_DEV_SYM(set_prefill_engine)(int engine) { swa_cuda_tune.prefill_engine = engine; }
+static bool swa_prefill_engine_set; /* by set_prefill_engine: the environment no longer applies */
+extern "C" void SWA_DEV_SYM(set_prefill_engine)(int engine)
+{
+    swa_cuda_tune.prefill_engine = engine;
+    swa_prefill_engine_set = true;
+}
+
+swa_status swa_cuda_prefill_engine_from_env(swa_error *err)
+{
+    if (swa_prefill_engine_set) return SWA_OK;
+    const char *v = getenv("SWADIFF_CUDA_PREFILL_ENGINE");
+    if (!v || !*v) return SWA_OK;
+    if (!strcmp(v, "mma")) swa_cuda_tune.prefill_engine = 0;
+    else if (!strcmp(v, "wgmma")) swa_cuda_tune.prefill_engine = 1;
+    else
+        return swa_error_set(err, SWA_ERR_INVALID,
+                             "SWADIFF_CUDA_PREFILL_ENGINE=\"%.40s\": expected \"mma\" (mma.sync, any GPU) or \"wgmma\" "
+                             "(Hopper, an sm_90a build)", v);
+    return SWA_OK;
+}
 
 const char *swa_cuda_shape_unsupported(swa_dtype dtype, int head_dim, int group_size)
 {

@@ -126,6 +126,10 @@ extern swa_cuda_tuning swa_cuda_tune; /* cuda_common.cu */
 /* The same knobs for C callers (tests/gpu_test_kernels.c runs every variant). */
 extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_warps);
 extern "C" void SWA_DEV_SYM(set_prefill_engine)(int engine); /* 0 mma.sync, 1 wgmma */
+/* SWADIFF_CUDA_PREFILL_ENGINE=mma|wgmma picks the prefill engine of a whole
+ * run (until set_prefill_engine is called); another value is an error
+ * naming the variable.  Read at every prefill launch. */
+swa_status swa_cuda_prefill_engine_from_env(swa_error *err);
 /* prefill.cu: 1 when prefill_engine = 1 would run the wgmma kernel on this
  * device (the loaded image is sm_90a; asks the device once), and how many
  * times the launcher has dispatched to it in this process. */

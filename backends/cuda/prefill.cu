@@ -25,6 +25,7 @@
 #include "backends/cuda/attn_engine_sm90.cuh"
 
 #include <limits.h>
+#include <stdlib.h>
 
 namespace SWA_NS {
 
@@ -309,6 +310,14 @@ static swa_status swa_prefill_launch_t(const swa_cuda_prefill_params *p, int hea
 swa_status swa_cuda_prefill_launch(const swa_cuda_prefill_params *p, swa_dtype dtype, int head_dim,
                                    int num_work, bool write_lse, cudaStream_t stream, swa_error *err)
 {
+    swa_status est = swa_cuda_prefill_engine_from_env(err);
+    if (est != SWA_OK) return est;
+#if SWA_TENSOR_CORE_ENGINE
+    if (swa_cuda_tune.prefill_engine == 1 && !swa_prefill_wgmma_ready() && getenv("SWADIFF_CUDA_PREFILL_ENGINE"))
+        return swa_error_set(err, SWA_ERR_UNSUPPORTED,
+                             "SWADIFF_CUDA_PREFILL_ENGINE=wgmma: this GPU or build has no wgmma engine (it needs "
+                             "compute capability 9.0 and kernels built for sm_90a)");
+#endif
     if (p->cta_tile_q != 16 && p->cta_tile_q != 64 && p->cta_tile_q != 128)
         return swa_error_set(err, SWA_ERR_INVALID, "cuda prefill: plan cta_tile_q %d (expected 16, 64 or 128)",
                              p->cta_tile_q);
