@@ -7,6 +7,8 @@
 #   fault     device_fault mutant in case 2 of 5 (real illegal address) -> OUT/fault/
 #   bench     swadiff bench --device cuda --json OUT/bench.json
 #   sanitize  ci/gpu-sanitize.sh                -> OUT/sanitize/
+#   peers     swadiff bench --device cuda --peers (PyTorch, JAX in the same run)
+#             -> OUT/bench-peers.{json,txt}
 #   test      the gpu-labelled test binary
 # STEPS: comma-separated subset (default: run,fault,selftest,bench,test).
 set -uo pipefail
@@ -44,12 +46,19 @@ if has bench; then
   timeout ${SWADIFF_T_BENCH:-300} "$sw/swadiff" bench --device cuda --json "$out/bench.json" > "$out/bench.txt" 2>&1
   echo "bench: exit $?"; tail -20 "$out/bench.txt"
 fi
+if has peers; then
+  echo "== bench with peers"
+  timeout ${SWADIFF_T_PEERS:-500} "$sw/swadiff" bench --device cuda --peers --peers-budget ${SWADIFF_PEERS_BUDGET:-300} \
+    --json "$out/bench-peers.json" > "$out/bench-peers.txt" 2>&1
+  echo "bench --peers: exit $?"; grep -v "plan:" "$out/bench-peers.txt" | tail -60
+fi
 if has sanitize; then
   echo "== sanitize"
   "$here/gpu-sanitize.sh" "$sw/swadiff" "$out/sanitize"; echo "sanitize: exit $?"
 fi
 if has test && [ -x "$sw/gpu_test_kernels" ]; then
   echo "== gpu test"
-  timeout 200 "$sw/gpu_test_kernels" --jobs 1 > "$out/gpu_test.txt" 2>&1
+  SWADIFF_BINARY="$sw/swadiff" SWADIFF_SOURCE_DIR="$root" timeout ${SWADIFF_T_TEST:-400} \
+    "$sw/gpu_test_kernels" --jobs 1 --verbose > "$out/gpu_test.txt" 2>&1
   echo "gpu test: exit $?"; grep -E "Synthesis" "$out/gpu_test.txt"
 fi

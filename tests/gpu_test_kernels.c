@@ -251,8 +251,10 @@ Test(gpu_decode, fa2_graph_replay_with_larger_batch)
 
 /* -------------------------------------------------------------------------
  * kernel variants (backends/cuda tuning knobs; the tests above run the
- * defaults: 32 rows per warp for 128-row prefill tiles, 2-warp decode
- * CTAs): 64-row prefill CTAs, 4-warp decode CTAs */
+ * defaults: the wgmma prefill engine where it applies (compute capability
+ * 9.0, an sm_90a build), else mma.sync with 32 rows per warp for 128-row
+ * tiles; 2-warp decode CTAs): the mma.sync engine, its 64-row prefill
+ * CTAs, 4-warp decode CTAs */
 
 #ifdef SWADIFF_HAVE_CUDA /* the knobs exist only in a CUDA build (else main skips with 77) */
 void swa_cuda_set_tuning(int prefill_rows_per_warp, int decode_warps); /* cuda_common.cu */
@@ -260,8 +262,21 @@ void swa_cuda_set_prefill_engine(int engine);                          /* cuda_c
 int swa_cuda_prefill_wgmma_available(void);                            /* prefill.cu */
 long swa_cuda_prefill_wgmma_launches(void);                            /* prefill.cu */
 
+/* The mma.sync prefill engine on a GPU where the default is wgmma
+ * (elsewhere it is the default and the tests above ran it): every prefill
+ * shape, and its prefill mutants. */
+Test(gpu_variants, prefill_mma_sync_engine)
+{
+    swa_cuda_set_prefill_engine(0);
+    long before = swa_cuda_prefill_wgmma_launches();
+    for (size_t n = 0; n < N_ELEMS(prefill_shapes); n++)
+        check_shape(&prefill_shapes[n], &swa_backend_prefill, false, 0);
+    cr_expect_eq(swa_cuda_prefill_wgmma_launches(), before, "prefill_engine 0 still reached the wgmma kernel");
+}
+
 Test(gpu_variants, prefill_one_m_tile_per_warp)
 {
+    swa_cuda_set_prefill_engine(0); /* the knob belongs to the mma.sync engine */
     swa_cuda_set_tuning(16, 2);
     for (size_t n = 0; n < N_ELEMS(prefill_shapes); n++)
         check_shape(&prefill_shapes[n], &swa_backend_prefill, false, 0);
@@ -446,6 +461,22 @@ static const gpu_mutant_case wgmma_mutant_cases[] = {
     {SWA_MUTANT_GQA_MOD_MAPPING, PF, {"wg GQA 8/2", 2, {40, 70}, {90, 70}, 8, 2, 64, 16, -1, BF16}},
     {SWA_MUTANT_WINDOW_MASK_SKIPPED_IN_EDGE_TILE, PF, {"wg edge tile L37", 1, {200}, {200}, 4, 4, 64, 16, 37, FP16}},
 };
+
+/* The prefill mutants of the list above again on the mma.sync engine
+ * (where wgmma is the default, the test above ran them on wgmma). */
+Test(gpu_mutants, prefill_on_the_mma_sync_engine)
+{
+    swa_cuda_set_prefill_engine(0);
+    long before = swa_cuda_prefill_wgmma_launches();
+    int n_prefill = 0;
+    for (size_t n = 0; n < N_ELEMS(mutant_cases); n++)
+        if (mutant_cases[n].backend == &swa_backend_prefill) {
+            check_mutant(&mutant_cases[n]);
+            n_prefill++;
+        }
+    cr_expect_gt(n_prefill, 0);
+    cr_expect_eq(swa_cuda_prefill_wgmma_launches(), before, "prefill_engine 0 still reached the wgmma kernel");
+}
 
 Test(gpu_mutants, prefill_on_the_wgmma_engine)
 {

@@ -120,7 +120,8 @@ static inline int swa_cuda_pow2_shift(int n)
 typedef struct swa_cuda_tuning {
     int prefill_rows_per_warp; /* 128-row tiles: 16 (two 64-row CTAs) or 32 (one CTA, two m-tiles per warp) */
     int decode_warps;          /* warps splitting each decode KV tile: 4 (64 keys) or 2 (32 keys) */
-    int prefill_engine;        /* 0 mma.sync; 1 Hopper wgmma (sm_90a image, head_dim <= 128, 64/128-row tiles) */
+    int prefill_engine;        /* 1 (default) Hopper wgmma where it applies (sm_90a image, head_dim <= 128,
+                                  64/128-row tiles), mma.sync elsewhere; 0 mma.sync everywhere */
 } swa_cuda_tuning;
 extern swa_cuda_tuning swa_cuda_tune; /* cuda_common.cu */
 /* The same knobs for C callers (tests/gpu_test_kernels.c runs every variant). */
