@@ -540,6 +540,7 @@ Test(gpu_device, device_fault_becomes_an_error_status)
     fx_teardown(&f);
 }
 
+#ifdef SWADIFF_HAVE_CUDA /* a CUDA build's variable (else main skips with 77) */
 /* SWADIFF_CUDA_PREFILL_ENGINE picks the prefill engine of a whole run:
  * "mma" and (on compute capability 9.0) "wgmma" run a prefill case file and
  * pass; any other value makes every prefill result an error naming the
@@ -602,6 +603,7 @@ Test(gpu_env, prefill_engine_variable)
     snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
     cr_expect_eq(system(rm), 0);
 }
+#endif /* SWADIFF_HAVE_CUDA */
 
 /* -------------------------------------------------------------------------
  * main: skip (77) without a usable device; probe it in a child so that no
