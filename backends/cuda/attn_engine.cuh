@@ -362,6 +362,156 @@ __device__ __forceinline__ void swa_pv_fma(float (&o)[Cfg::MT][Cfg::D / 8][4],
 #endif /* !SWA_TENSOR_CORE_ENGINE */
 
 /* ---------------------------------------------------------------------------
+ * Pieces both engines (this one and the wgmma engine of attn_engine_sm90.cuh)
+ * run, so that a kernel-level mutant hook lives in one place. */
+
+/* The cp.async fill of one ring stage: thread tid loads 16-byte chunk
+ * tid % CHUNKS of keys tid / CHUNKS + it * (THREADS / CHUNKS) of the tile;
+ * the page-table reads of a tile are issued a tile ahead (lookup), the
+ * copies (issue) zero-fill keys past the KV range.  Where (key row j,
+ * chunk c) lives in a stage is the engine's layout: dst(j, c) -> byte
+ * offset. */
+template <int TK, int THREADS, int CHUNKS> struct swa_ring_loads {
+    static constexpr int LOADS = TK * CHUNKS / THREADS, STEP = THREADS / CHUNKS;
+    const int ld_c, ld_j0, kv_begin, kv_end, num_tiles;
+    int looked[LOADS];
+    __device__ swa_ring_loads(int tid, int begin, int end, int tiles)
+        : ld_c(tid % CHUNKS), ld_j0(tid / CHUNKS), kv_begin(begin), kv_end(end), num_tiles(tiles)
+    {
+    }
+    template <class Prob> __device__ __forceinline__ void lookup(const Prob &prob, int tile)
+    {
+        const int t0 = kv_begin + tile * TK + ld_j0;
+#pragma unroll
+        for (int it = 0; it < LOADS; it++) {
+            int t = t0 + it * STEP;
+            looked[it] = (tile < num_tiles && t < kv_end) ? prob.lookup(t) : -1;
+        }
+    }
+    template <class Prob, typename T, class Dst>
+    __device__ __forceinline__ void issue(const Prob &prob, const T *kg, const T *vg, unsigned char *sK,
+                                          unsigned char *sV, int tile, Dst dst) const
+    {
+        const int t0 = kv_begin + tile * TK + ld_j0;
+#pragma unroll
+        for (int it = 0; it < LOADS; it++) {
+            int j = ld_j0 + it * STEP, t = t0 + it * STEP;
+            bool valid = looked[it] >= 0;
+            long long off = valid ? prob.offset(looked[it], t) + ld_c * 8 : 0;
+            uint32_t b = dst(j, ld_c);
+            swa_cp_async16(sK + b, kg + off, valid);
+            swa_cp_async16(sV + b, vg + off, valid);
+        }
+    }
+};
+
+/* The logits of one tile, in place, to the base-2 domain with the mask:
+ * the rows' left bounds in this tile (WINDOW_MASK_SKIPPED_IN_EDGE_TILE
+ * drops them in the loop's first tile, in the FlashInfer-style kernels
+ * Prob::FA_STYLE_MUTANTS marks, not AITER's), the soft cap, then the mask
+ * unless every row of the warp sees all NT keys from key0 on.  Without a
+ * soft cap the scores stay raw and the scale folds into the exponent: the
+ * factor the softmax applies is returned. */
+template <int MT, int NT, class Prob>
+__device__ __forceinline__ float swa_tile_logits(float (&s)[MT][NT / 8][4], const Prob &prob,
+                                                 const int (&lo)[2 * MT], const int (&hi)[2 * MT], int tile_key0,
+                                                 int key0, int t4, float masked_low, float scale2)
+{
+    int lo_t[2 * MT];
+#pragma unroll
+    for (int r = 0; r < 2 * MT; r++)
+        lo_t[r] = Prob::FA_STYLE_MUTANTS ? swa_tile_row_lo(lo[r], tile_key0, prob.kv_begin, prob.m) : lo[r];
+    bool full = true;
+#pragma unroll
+    for (int r = 0; r < 2 * MT; r++) full = full && key0 >= lo_t[r] && key0 + NT - 1 <= hi[r];
+    const bool warp_full = swa_all_sync(full);
+    const float cap = prob.soft_cap;
+    if (cap > 0.f) swa_logits_capped<MT, NT>(s, cap, prob.sm_scale / cap, cap * SWA_LOG2E, prob.m);
+    if (!warp_full) swa_apply_mask<MT, NT>(s, lo_t, hi, key0, t4, cap > 0.f ? masked_low : masked_low / scale2);
+    return cap > 0.f ? 1.f : scale2;
+}
+
+/* Online softmax of one tile (the quad, 4 lanes, shares a row): s becomes
+ * 2^(s * mul - m), m and dsum move on, and O is rescaled by the change of
+ * maximum, skipped while no row of the warp saw a new one (the factor is
+ * then exactly 1, so the skip changes no bit; it saves D/2 multiplies per
+ * row and tile: decode_fa2 3.53 -> 3.62 TB/s, prefill causal 8192 215 ->
+ * 223 TFLOP/s on an H200). */
+template <int MT, int NT, int DN>
+__device__ __forceinline__ void swa_tile_softmax(float (&s)[MT][NT / 8][4], float (&m)[2 * MT],
+                                                 float (&dsum)[2 * MT], float (&o)[MT][DN][4], float mul)
+{
+    float corr_r[2 * MT];
+#pragma unroll
+    for (int r = 0; r < 2 * MT; r++) {
+        const int mt = r / 2, h = r % 2;
+        float mx = -CUDART_INF_F;
+#pragma unroll
+        for (int nt = 0; nt < NT / 8; nt++) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
+        mx = fmaxf(mx, swa_shfl_xor(mx, 1));
+        mx = fmaxf(mx, swa_shfl_xor(mx, 2));
+        float m_new = fmaxf(m[r], mx * mul);
+        float m_use = m_new == -CUDART_INF_F ? 0.f : m_new;
+        float corr = swa_exp2(m[r] - m_use);
+        m[r] = m_new;
+        float rs = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < NT / 8; nt++) {
+            s[mt][nt][2 * h] = swa_exp2(fmaf(s[mt][nt][2 * h], mul, -m_use));
+            s[mt][nt][2 * h + 1] = swa_exp2(fmaf(s[mt][nt][2 * h + 1], mul, -m_use));
+            rs += s[mt][nt][2 * h] + s[mt][nt][2 * h + 1];
+        }
+        dsum[r] = dsum[r] * corr + rs;
+        corr_r[r] = corr;
+    }
+    bool moved = false;
+#pragma unroll
+    for (int r = 0; r < 2 * MT; r++) moved = moved || corr_r[r] != 1.f;
+    if (!swa_all_sync(!moved)) {
+#pragma unroll
+        for (int r = 0; r < 2 * MT; r++) {
+            const int mt = r / 2, h = r % 2;
+#pragma unroll
+            for (int dn = 0; dn < DN; dn++) {
+                o[mt][dn][2 * h] *= corr_r[r];
+                o[mt][dn][2 * h + 1] *= corr_r[r];
+            }
+        }
+    }
+}
+
+/* Row sums live spread over the quad: each lane ends with the whole sum. */
+template <int R> __device__ __forceinline__ void swa_quad_sum(float (&d)[R])
+{
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        d[r] += swa_shfl_xor(d[r], 1);
+        d[r] += swa_shfl_xor(d[r], 2);
+    }
+}
+
+/* One output chunk (row, 8 dims) of the combined state: normalised (as the
+ * host: a NaN sum, from a poisoned key, stays NaN), the empty-row hook of
+ * FINITE_SENTINEL_EMPTY_ROW ("fully masked" read from a finite sentinel,
+ * FlashInfer-style kernels only), written through the problem class. */
+template <class Prob>
+__device__ __forceinline__ void swa_finish_chunk(const Prob &prob, int row, int c, float (&acc)[8], float mmax,
+                                                 float den)
+{
+    float inv = swa_state_inv_sum(den, prob.m);
+    if (Prob::FA_STYLE_MUTANTS && swa_row_empty_by_sentinel(mmax, prob.m)) {
+        inv = 0.f;
+        den = 0.f;
+        mmax = -CUDART_INF_F;
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[e] = 0.f;
+    }
+#pragma unroll
+    for (int e = 0; e < 8; e++) acc[e] *= inv;
+    prob.write_row(row, c, acc, mmax, den);
+}
+
+/* ---------------------------------------------------------------------------
  * The engine.  Prob: constructed from the params, init() decodes the CTA's
  * work (false: nothing to do), then row(), lookup(t) (the page-table read
  * for key t, issued one tile ahead so its latency hides behind a tile of
@@ -399,29 +549,14 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
     const int kv_begin = prob.kv_begin, kv_end = prob.kv_end;
     const int num_tiles = kv_end > kv_begin ? (kv_end - kv_begin + TK - 1) / TK : 0;
 
-    /* this thread's loads: chunk c of keys j0 + it * (THREADS / CHUNKS) */
-    const int ld_c = tid % CHUNKS, ld_j0 = tid / CHUNKS;
-    int looked[LOADS];
-    auto lookup_tile = [&](int tile) {
-        const int t0 = kv_begin + tile * TK + ld_j0;
-#pragma unroll
-        for (int it = 0; it < LOADS; it++) {
-            int t = t0 + it * (THREADS / CHUNKS);
-            looked[it] = (tile < num_tiles && t < kv_end) ? prob.lookup(t) : -1;
-        }
-    };
+    /* K/V ring fill, into XOR-swizzled [TK][D] tiles */
+    swa_ring_loads<TK, THREADS, CHUNKS> loads(tid, kv_begin, kv_end, num_tiles);
+    static_assert(decltype(loads)::LOADS == LOADS, "ring loads per thread");
+    auto lookup_tile = [&](int tile) { loads.lookup(prob, tile); };
     auto issue_tile = [&](int tile, int stage) {
-        T *sK = sRing + stage * (2 * TK * D);
-        T *sV = sK + TK * D;
-        const int t0 = kv_begin + tile * TK + ld_j0;
-#pragma unroll
-        for (int it = 0; it < LOADS; it++) {
-            int j = ld_j0 + it * (THREADS / CHUNKS), t = t0 + it * (THREADS / CHUNKS);
-            bool valid = looked[it] >= 0;
-            long long off = valid ? prob.offset(looked[it], t) + ld_c * 8 : 0;
-            swa_cp_async16(sK + swa_swz<D>(j, ld_c), kg + off, valid);
-            swa_cp_async16(sV + swa_swz<D>(j, ld_c), vg + off, valid);
-        }
+        unsigned char *sK = reinterpret_cast<unsigned char *>(sRing) + stage * Cfg::STAGE_BYTES;
+        loads.issue(prob, kg, vg, sK, sK + TK * D * 2, tile,
+                    [](int j, int c) { return (uint32_t)(swa_swz<D>(j, c) * 2); });
     };
 
 #pragma unroll
@@ -443,7 +578,6 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
         hi[r] = min(ri.hi, kv_end - 1);
     }
     const float masked_low = prob.masked_low_logit(); /* base-2 logit of a window-masked key */
-    const float cap = prob.soft_cap;
     const float scale2 = prob.sm_scale * SWA_LOG2E;
 
     float o[MT][D / 8][4];
@@ -535,67 +669,9 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
         swa_qk_fma<Cfg, T>(s, sQ, sK, wr, wk, g, t4);
 #endif
 
-        /* logits -> base-2 domain, masked (skipped when the whole warp's
-         * rows see every key of the tile).  Without a soft cap the scores
-         * stay raw and the scale folds into the exponent (one FFMA). */
-        /* the left bounds in this tile (mutant WINDOW_MASK_SKIPPED_IN_EDGE_TILE
-         * drops them in the loop's first tile; Prob::FA_STYLE_MUTANTS marks the
-         * FlashInfer-style kernels it lives in, not AITER's) */
-        int lo_t[2 * MT];
-#pragma unroll
-        for (int r = 0; r < 2 * MT; r++)
-            lo_t[r] = Prob::FA_STYLE_MUTANTS ? swa_tile_row_lo(lo[r], kv_begin + tile * TK, kv_begin, prob.m) : lo[r];
-        bool full = true;
-#pragma unroll
-        for (int r = 0; r < 2 * MT; r++) full = full && key0 >= lo_t[r] && key0 + NT - 1 <= hi[r];
-        const bool warp_full = swa_all_sync(full);
-        if (cap > 0.f) swa_logits_capped<MT, NT>(s, cap, prob.sm_scale / cap, cap * SWA_LOG2E, prob.m);
-        if (!warp_full)
-            swa_apply_mask<MT, NT>(s, lo_t, hi, key0, t4, cap > 0.f ? masked_low : masked_low / scale2);
-        const float mul = cap > 0.f ? 1.f : scale2;
-
-        /* online softmax; the quad (4 lanes) shares a row */
-        float corr_r[2 * MT];
-#pragma unroll
-        for (int r = 0; r < 2 * MT; r++) {
-            const int mt = r / 2, h = r % 2;
-            float mx = -CUDART_INF_F;
-#pragma unroll
-            for (int nt = 0; nt < NT / 8; nt++) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
-            mx = fmaxf(mx, swa_shfl_xor(mx, 1));
-            mx = fmaxf(mx, swa_shfl_xor(mx, 2));
-            float m_new = fmaxf(m[r], mx * mul);
-            float m_use = m_new == -CUDART_INF_F ? 0.f : m_new;
-            float corr = swa_exp2(m[r] - m_use);
-            m[r] = m_new;
-            float rs = 0.f;
-#pragma unroll
-            for (int nt = 0; nt < NT / 8; nt++) {
-                s[mt][nt][2 * h] = swa_exp2(fmaf(s[mt][nt][2 * h], mul, -m_use));
-                s[mt][nt][2 * h + 1] = swa_exp2(fmaf(s[mt][nt][2 * h + 1], mul, -m_use));
-                rs += s[mt][nt][2 * h] + s[mt][nt][2 * h + 1];
-            }
-            dsum[r] = dsum[r] * corr + rs;
-            corr_r[r] = corr;
-        }
-        /* O *= corr, skipped while no row of the warp saw a new maximum
-         * (corr is then exactly 1, so the skip changes no bit; it saves
-         * D/2 multiplies per row and tile: decode_fa2 3.53 -> 3.62 TB/s,
-         * prefill causal 8192 215 -> 223 TFLOP/s on an H200) */
-        bool moved = false;
-#pragma unroll
-        for (int r = 0; r < 2 * MT; r++) moved = moved || corr_r[r] != 1.f;
-        if (!swa_all_sync(!moved)) {
-#pragma unroll
-            for (int r = 0; r < 2 * MT; r++) {
-                const int mt = r / 2, h = r % 2;
-#pragma unroll
-                for (int dn = 0; dn < D / 8; dn++) {
-                    o[mt][dn][2 * h] *= corr_r[r];
-                    o[mt][dn][2 * h + 1] *= corr_r[r];
-                }
-            }
-        }
+        /* logits -> base-2 domain, masked; online softmax; O rescaled */
+        const float mul = swa_tile_logits<MT, NT>(s, prob, lo, hi, kv_begin + tile * TK, key0, t4, masked_low, scale2);
+        swa_tile_softmax<MT, NT, D / 8>(s, m, dsum, o, mul);
 
         /* O += P V */
 #if SWA_TENSOR_CORE_ENGINE
@@ -628,12 +704,7 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
     swa_cp_async_wait<0>();
     __syncthreads();
 
-    /* row sums live spread over the quad */
-#pragma unroll
-    for (int r = 0; r < 2 * MT; r++) {
-        dsum[r] += swa_shfl_xor(dsum[r], 1);
-        dsum[r] += swa_shfl_xor(dsum[r], 2);
-    }
+    swa_quad_sum(dsum);
 
     /* epilogue: every warp's (m, d, O) to shared, then combine the WK key
      * splits and write through the problem class, 8 dims per step */
@@ -675,17 +746,7 @@ __device__ __forceinline__ void swa_attn_engine(Prob &prob, unsigned char *smem)
 #pragma unroll
             for (int e = 0; e < 8; e++) acc[e] += src[e] * wgt;
         }
-        float inv = swa_state_inv_sum(den, prob.m); /* as the host: a NaN sum (poisoned key) stays NaN */
-        if (Prob::FA_STYLE_MUTANTS && swa_row_empty_by_sentinel(mmax, prob.m)) { /* FINITE_SENTINEL_EMPTY_ROW: "fully masked" */
-            inv = 0.f;
-            den = 0.f;
-            mmax = -CUDART_INF_F;
-#pragma unroll
-            for (int e = 0; e < 8; e++) acc[e] = 0.f;
-        }
-#pragma unroll
-        for (int e = 0; e < 8; e++) acc[e] *= inv;
-        prob.write_row(row, c, acc, mmax, den);
+        swa_finish_chunk(prob, row, c, acc, mmax, den);
     }
 }
 

@@ -299,29 +299,14 @@ __device__ __forceinline__ void swa_attn_engine_wgmma(Prob &prob, unsigned char 
     const int kv_begin = prob.kv_begin, kv_end = prob.kv_end;
     const int num_tiles = kv_end > kv_begin ? (kv_end - kv_begin + TK - 1) / TK : 0;
 
-    /* this thread's loads: chunk c of keys j0 + it * (THREADS / CHUNKS) */
-    const int ld_c = tid % CHUNKS, ld_j0 = tid / CHUNKS;
-    int looked[LOADS];
-    auto lookup_tile = [&](int tile) {
-        const int t0 = kv_begin + tile * TK + ld_j0;
-#pragma unroll
-        for (int it = 0; it < LOADS; it++) {
-            int t = t0 + it * (THREADS / CHUNKS);
-            looked[it] = (tile < num_tiles && t < kv_end) ? prob.lookup(t) : -1;
-        }
-    };
+    /* K/V ring fill (the mma.sync engine's), into 128-byte-swizzled tiles */
+    swa_ring_loads<TK, THREADS, CHUNKS> loads(tid, kv_begin, kv_end, num_tiles);
+    static_assert(decltype(loads)::LOADS == LOADS, "ring loads per thread");
+    auto lookup_tile = [&](int tile) { loads.lookup(prob, tile); };
     auto issue_tile = [&](int tile, int stage) {
         unsigned char *sK = sRing + stage * Cfg::STAGE_BYTES;
-        unsigned char *sV = sK + Cfg::TILE_BYTES;
-        const int t0 = kv_begin + tile * TK + ld_j0;
-#pragma unroll
-        for (int it = 0; it < LOADS; it++) {
-            int j = ld_j0 + it * (THREADS / CHUNKS), t = t0 + it * (THREADS / CHUNKS);
-            bool valid = looked[it] >= 0;
-            long long off = valid ? prob.offset(looked[it], t) + ld_c * 8 : 0;
-            swa_cp_async16(sK + swa_sw128_off<TK>(j, ld_c), kg + off, valid);
-            swa_cp_async16(sV + swa_sw128_off<TK>(j, ld_c), vg + off, valid);
-        }
+        loads.issue(prob, kg, vg, sK, sK + Cfg::TILE_BYTES, tile,
+                    [](int j, int c) { return swa_sw128_off<TK>(j, c); });
     };
 
 #pragma unroll
@@ -344,12 +329,11 @@ __device__ __forceinline__ void swa_attn_engine_wgmma(Prob &prob, unsigned char 
         hi[r] = min(ri.hi, kv_end - 1);
     }
     const float masked_low = prob.masked_low_logit(); /* base-2 logit of a window-masked key */
-    const float cap = prob.soft_cap;
     const float scale2 = prob.sm_scale * SWA_LOG2E;
 
-    float o[D / 8][4];
+    float o[1][D / 8][4]; /* one m-tile per warp, as the mma.sync engine's o[MT = 1] */
 #pragma unroll
-    for (int i = 0; i < D / 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+    for (int i = 0; i < D / 8; i++) o[0][i][0] = o[0][i][1] = o[0][i][2] = o[0][i][3] = 0.f;
     float m[2], dsum[2];
 #pragma unroll
     for (int r = 0; r < 2; r++) {
@@ -392,56 +376,10 @@ __device__ __forceinline__ void swa_attn_engine_wgmma(Prob &prob, unsigned char 
         swa_wg_wait<0>();
         swa_wg_pin(s[0]);
 
-        /* logits -> base-2 domain, masked (skipped when the whole warp's
-         * rows see every key of the tile): the mma.sync engine's code with
-         * MT = 1, WK = 1 */
-        int lo_t[2];
-#pragma unroll
-        for (int r = 0; r < 2; r++)
-            lo_t[r] = Prob::FA_STYLE_MUTANTS ? swa_tile_row_lo(lo[r], kv_begin + tile * TK, kv_begin, prob.m) : lo[r];
-        bool full = true;
-#pragma unroll
-        for (int r = 0; r < 2; r++) full = full && key0 >= lo_t[r] && key0 + NT - 1 <= hi[r];
-        const bool warp_full = swa_all_sync(full);
-        if (cap > 0.f) swa_logits_capped<1, NT>(s, cap, prob.sm_scale / cap, cap * SWA_LOG2E, prob.m);
-        if (!warp_full) swa_apply_mask<1, NT>(s, lo_t, hi, key0, t4, cap > 0.f ? masked_low : masked_low / scale2);
-        const float mul = cap > 0.f ? 1.f : scale2;
-
-        /* online softmax; the quad (4 lanes) shares a row */
-        float corr_r[2];
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            const int h = r;
-            float mx = -CUDART_INF_F;
-#pragma unroll
-            for (int nt = 0; nt < NT / 8; nt++) mx = fmaxf(mx, fmaxf(s[0][nt][2 * h], s[0][nt][2 * h + 1]));
-            mx = fmaxf(mx, swa_shfl_xor(mx, 1));
-            mx = fmaxf(mx, swa_shfl_xor(mx, 2));
-            float m_new = fmaxf(m[r], mx * mul);
-            float m_use = m_new == -CUDART_INF_F ? 0.f : m_new;
-            float corr = swa_exp2(m[r] - m_use);
-            m[r] = m_new;
-            float rs = 0.f;
-#pragma unroll
-            for (int nt = 0; nt < NT / 8; nt++) {
-                s[0][nt][2 * h] = swa_exp2(fmaf(s[0][nt][2 * h], mul, -m_use));
-                s[0][nt][2 * h + 1] = swa_exp2(fmaf(s[0][nt][2 * h + 1], mul, -m_use));
-                rs += s[0][nt][2 * h] + s[0][nt][2 * h + 1];
-            }
-            dsum[r] = dsum[r] * corr + rs;
-            corr_r[r] = corr;
-        }
-        /* O *= corr, skipped while no row of the warp saw a new maximum
-         * (corr is then exactly 1: no bit changes), as the mma.sync engine */
-        if (!swa_all_sync(corr_r[0] == 1.f && corr_r[1] == 1.f)) {
-#pragma unroll
-            for (int r = 0; r < 2; r++)
-#pragma unroll
-                for (int dn = 0; dn < D / 8; dn++) {
-                    o[dn][2 * r] *= corr_r[r];
-                    o[dn][2 * r + 1] *= corr_r[r];
-                }
-        }
+        /* logits -> base-2 domain, masked; online softmax; O rescaled: the
+         * mma.sync engine's code with MT = 1 (every warp sees all NT keys) */
+        const float mul = swa_tile_logits<1, NT>(s, prob, lo, hi, key0, key0, t4, masked_low, scale2);
+        swa_tile_softmax<1, NT, D / 8>(s, m, dsum, o, mul);
 
         /* O += P V: P in the dtype as the A fragments of 16 keys each (the
          * mma.sync engine's packing); k-step kk reads V keys 16kk.. (2048
@@ -454,25 +392,20 @@ __device__ __forceinline__ void swa_attn_engine_wgmma(Prob &prob, unsigned char 
             a[kk][2] = dt::pack(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
             a[kk][3] = dt::pack(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
         }
-        swa_wg_pin(o);
+        swa_wg_pin(o[0]);
         swa_wg_pin(a);
         swa_wg_fence();
 #pragma unroll
-        for (int kk = 0; kk < NT / 16; kk++) wg::pv(o, a[kk], swa_wg_desc_add(v_desc, (uint32_t)(kk * 16 * 128)));
+        for (int kk = 0; kk < NT / 16; kk++) wg::pv(o[0], a[kk], swa_wg_desc_add(v_desc, (uint32_t)(kk * 16 * 128)));
         swa_wg_commit();
         swa_wg_wait<0>();
-        swa_wg_pin(o);
+        swa_wg_pin(o[0]);
         __syncthreads(); /* the stage is refilled next iteration */
     }
     swa_cp_async_wait<0>();
     __syncthreads();
 
-    /* row sums live spread over the quad */
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        dsum[r] += swa_shfl_xor(dsum[r], 1);
-        dsum[r] += swa_shfl_xor(dsum[r], 2);
-    }
+    swa_quad_sum(dsum);
 
     /* epilogue: the warp's (m, d, O) rows to shared, then every thread
      * writes (row, 8 dims) through the problem class, as the mma.sync
@@ -482,8 +415,8 @@ __device__ __forceinline__ void swa_attn_engine_wgmma(Prob &prob, unsigned char 
 #pragma unroll
         for (int dn = 0; dn < D / 8; dn++) {
             int col = dn * 8 + 2 * t4;
-            *reinterpret_cast<float2 *>(myO + g * ES + col) = make_float2(o[dn][0], o[dn][1]);
-            *reinterpret_cast<float2 *>(myO + (g + 8) * ES + col) = make_float2(o[dn][2], o[dn][3]);
+            *reinterpret_cast<float2 *>(myO + g * ES + col) = make_float2(o[0][dn][0], o[0][dn][1]);
+            *reinterpret_cast<float2 *>(myO + (g + 8) * ES + col) = make_float2(o[0][dn][2], o[0][dn][3]);
         }
         if (t4 == 0) {
             sEpiM[warp * 16 + g] = m[0];
@@ -506,17 +439,7 @@ __device__ __forceinline__ void swa_attn_engine_wgmma(Prob &prob, unsigned char 
 #pragma unroll
             for (int e = 0; e < 8; e++) acc[e] += src[e] * wgt;
         }
-        float inv = swa_state_inv_sum(den, prob.m); /* as the host: a NaN sum (poisoned key) stays NaN */
-        if (Prob::FA_STYLE_MUTANTS && swa_row_empty_by_sentinel(mmax, prob.m)) { /* FINITE_SENTINEL_EMPTY_ROW: "fully masked" */
-            inv = 0.f;
-            den = 0.f;
-            mmax = -CUDART_INF_F;
-#pragma unroll
-            for (int e = 0; e < 8; e++) acc[e] = 0.f;
-        }
-#pragma unroll
-        for (int e = 0; e < 8; e++) acc[e] *= inv;
-        prob.write_row(row, c, acc, mmax, den);
+        swa_finish_chunk(prob, row, c, acc, mmax, den);
     }
 #else
     (void)prob;
