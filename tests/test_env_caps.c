@@ -222,6 +222,16 @@ Test(env_caps_cli, validate_selftest_and_list_refuse_it_the_same_way)
     }
 }
 
+Test(env_caps_cli, bench_harness_refuses_it_the_same_way)
+{
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        int rc = sh("%s='%s' " SWADIFF_BINARY " bench --harness --device host --small --jobs 1", BAD[i].name,
+                    BAD[i].value);
+        expect_refused("bench --harness", BAD[i].name, BAD[i].value, rc);
+        cr_assert(strstr(out, "results/s") == NULL, "the benchmark ran:\n%s", out);
+    }
+}
+
 Test(env_caps_cli, well_formed_caps_still_work)
 {
     int rc = sh("SWADIFF_MAX_HOST_BYTES=100000000000 SWADIFF_MAX_DEVICE_BYTES=100000000000 "
