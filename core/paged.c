@@ -49,6 +49,82 @@ static void fill_nan(void *pool, swa_dtype dtype, size_t n)
         ((uint16_t *)pool)[i] = nan;
 }
 
+/* Both table forms for kv_len: request r's pages are order[next..] (the
+ * identity when order is NULL), its last page holds last_page_len tokens
+ * (0 for an empty request).  The arrays are allocated by the caller. */
+static void paged_table_fill(swa_paged_kv *kv, const int *kv_len, const int *order)
+{
+    int next_page = 0, ps = kv->page_size, mb = kv->max_blocks_per_seq;
+    for (size_t i = 0; i < (size_t)kv->num_requests * (size_t)mb; i++)
+        kv->block_tables[i] = -1;
+    kv->indptr[0] = 0;
+    for (int r = 0; r < kv->num_requests; r++) {
+        int pages = (int)(((long long)kv_len[r] + ps - 1) / ps);
+        kv->indptr[r + 1] = kv->indptr[r] + pages;
+        kv->last_page_len[r] = pages > 0 ? kv_len[r] - (pages - 1) * ps : 0;
+        kv->context_lens[r] = kv_len[r];
+        for (int p = 0; p < pages; p++, next_page++) {
+            int page = order ? order[next_page] : next_page;
+            kv->indices[kv->indptr[r] + p] = page;
+            kv->block_tables[(size_t)r * (size_t)mb + (size_t)p] = page;
+        }
+    }
+}
+
+/* Page count of the batch (*used) and of its longest request for kv_len;
+ * every kv_len must be >= min_len. */
+static swa_status paged_count(int page_size, int num_requests, const int *kv_len, int min_len, long long *used,
+                              int *max_blocks, swa_error *err)
+{
+    *used = 0;
+    *max_blocks = 0;
+    for (int r = 0; r < num_requests; r++) {
+        if (kv_len[r] < min_len)
+            return swa_error_set(err, SWA_ERR_INVALID, "paged cache: request %d: expected kv_len >= %d, got %d", r,
+                                 min_len, kv_len[r]);
+        int pages = (int)(((long long)kv_len[r] + page_size - 1) / page_size);
+        *used += pages;
+        if (pages > *max_blocks)
+            *max_blocks = pages;
+    }
+    return SWA_OK;
+}
+
+swa_status swa_paged_table_only(swa_paged_kv *kv, swa_dtype dtype, swa_layout layout, int page_size,
+                                int num_requests, const int *kv_len, int num_kv_heads, int head_dim, swa_error *err)
+{
+    memset(kv, 0, sizeof *kv);
+    if (page_size < 1 || num_requests < 1 || !kv_len)
+        return swa_error_set(err, SWA_ERR_INVALID, "page table: expected page_size and requests >= 1, got %d, %d",
+                             page_size, num_requests);
+    int max_blocks;
+    long long used;
+    swa_status st = paged_count(page_size, num_requests, kv_len, 0, &used, &max_blocks, err);
+    if (st != SWA_OK)
+        return st;
+    if (used + 1 > INT32_MAX)
+        return swa_error_set(err, SWA_ERR_INVALID, "page table: expected at most 2^31-1 pages, got %lld", used + 1);
+    kv->dtype = dtype;
+    kv->layout = layout;
+    kv->page_size = page_size;
+    kv->num_kv_heads = num_kv_heads;
+    kv->head_dim = head_dim;
+    kv->num_pages = (int)used + 1; /* the last one is referenced by no request */
+    kv->num_requests = num_requests;
+    kv->max_blocks_per_seq = max_blocks;
+    kv->indptr = malloc((size_t)(num_requests + 1) * sizeof *kv->indptr);
+    kv->indices = malloc(((size_t)used + 1) * sizeof *kv->indices);
+    kv->last_page_len = malloc((size_t)num_requests * sizeof *kv->last_page_len);
+    kv->block_tables = malloc(((size_t)num_requests * (size_t)max_blocks + 1) * sizeof *kv->block_tables);
+    kv->context_lens = malloc((size_t)num_requests * sizeof *kv->context_lens);
+    if (!kv->indptr || !kv->indices || !kv->last_page_len || !kv->block_tables || !kv->context_lens) {
+        swa_paged_free(kv);
+        return swa_error_set(err, SWA_ERR_NOMEM, "page table: out of host memory for %lld pages", used + 1);
+    }
+    paged_table_fill(kv, kv_len, NULL);
+    return SWA_OK;
+}
+
 swa_status swa_paged_build(swa_paged_kv *kv, swa_dtype dtype, swa_layout layout, int page_size,
                            int num_requests, const int *kv_len, int num_kv_heads, int head_dim,
                            const float *k, const float *v, uint64_t seed, swa_error *err)
@@ -58,17 +134,11 @@ swa_status swa_paged_build(swa_paged_kv *kv, swa_dtype dtype, swa_layout layout,
         return swa_error_set(err, SWA_ERR_INVALID,
                              "paged cache: expected page_size, requests, kv heads and head_dim >= 1, got %d, %d, %d, %d",
                              page_size, num_requests, num_kv_heads, head_dim);
-    long long used = 0;
-    int max_blocks = 0;
-    for (int r = 0; r < num_requests; r++) {
-        if (kv_len[r] < 1)
-            return swa_error_set(err, SWA_ERR_INVALID, "paged cache: request %d: expected kv_len >= 1, got %d", r,
-                                 kv_len[r]);
-        int pages = (int)(((long long)kv_len[r] + page_size - 1) / page_size);
-        used += pages;
-        if (pages > max_blocks)
-            max_blocks = pages;
-    }
+    int max_blocks;
+    long long used;
+    swa_status st = paged_count(page_size, num_requests, kv_len, 1, &used, &max_blocks, err);
+    if (st != SWA_OK)
+        return st;
     long long spare = used / 4 > 0 ? used / 4 : 1;
     if (used + spare > INT32_MAX)
         return swa_error_set(err, SWA_ERR_INVALID, "paged cache: expected at most 2^31-1 pages, got %lld", used + spare);
@@ -115,22 +185,10 @@ swa_status swa_paged_build(swa_paged_kv *kv, swa_dtype dtype, swa_layout layout,
         order[j] = t;
     }
 
-    for (size_t i = 0; i < (size_t)num_requests * (size_t)max_blocks; i++)
-        kv->block_tables[i] = -1;
+    paged_table_fill(kv, kv_len, order);
     size_t row = (size_t)num_kv_heads * (size_t)head_dim;
     size_t logical = 0; /* first token of the request in k / v */
-    int next_page = 0;
-    kv->indptr[0] = 0;
     for (int r = 0; r < num_requests; r++) {
-        int pages = (kv_len[r] + page_size - 1) / page_size;
-        kv->indptr[r + 1] = kv->indptr[r] + pages;
-        kv->last_page_len[r] = kv_len[r] - (pages - 1) * page_size;
-        kv->context_lens[r] = kv_len[r];
-        for (int p = 0; p < pages; p++) {
-            int page = order[next_page++];
-            kv->indices[kv->indptr[r] + p] = page;
-            kv->block_tables[(size_t)r * (size_t)max_blocks + (size_t)p] = page;
-        }
         for (int t = 0; t < kv_len[r]; t++) {
             int page = kv->indices[kv->indptr[r] + t / page_size];
             for (int h = 0; h < num_kv_heads; h++) {

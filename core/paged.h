@@ -53,6 +53,13 @@ swa_status swa_paged_build(swa_paged_kv *kv, swa_dtype dtype, swa_layout layout,
                            const float *k, const float *v, uint64_t seed, swa_error *err);
 void swa_paged_free(swa_paged_kv *kv);
 
+/* The page table alone, no pool (k_pages / v_pages NULL), for planners
+ * that never read K/V (swadiff coverage): pages numbered in order, one
+ * spare page at the end that no request references, both table forms;
+ * kv_len[r] may be 0 (no page, last_page_len 0).  swa_paged_free frees it. */
+swa_status swa_paged_table_only(swa_paged_kv *kv, swa_dtype dtype, swa_layout layout, int page_size,
+                                int num_requests, const int *kv_len, int num_kv_heads, int head_dim, swa_error *err);
+
 /* Evicts the first evict_pages[r] pages of every request r, as a serving
  * engine that frees pages wholly outside the window does: their contents
  * become NaN (K and V) and their entries, in both page-table forms, point

@@ -78,43 +78,30 @@ static int coverage_usage(FILE *f)
 static swa_status plan_inputs(const swa_case *c, swa_inputs *in, swa_error *err)
 {
     memset(in, 0, sizeof *in);
-    int B = c->num_requests, ps = c->page_size > 0 ? c->page_size : 1;
+    int B = c->num_requests;
     in->num_requests = B;
     in->num_qo_heads = c->num_qo_heads;
     in->num_kv_heads = c->num_kv_heads;
     in->head_dim = c->head_dim;
     in->dtype = c->dtype;
-    swa_paged_kv *kv = &in->paged;
     in->qo_indptr = calloc((size_t)B + 1, sizeof(int));
     in->kv_indptr = calloc((size_t)B + 1, sizeof(int));
-    kv->indptr = calloc((size_t)B + 1, sizeof(int));
-    kv->last_page_len = calloc((size_t)B > 0 ? (size_t)B : 1, sizeof(int));
-    long long pages = 0;
-    for (int r = 0; r < B; r++)
-        pages += (c->kv_len[r] + ps - 1) / ps;
-    if (pages > 0x7ffffffe)
-        return swa_error_set(err, SWA_ERR_INVALID, "case %s: %lld pages (over the int range)", c->id, pages);
-    kv->indices = calloc((size_t)pages + 1, sizeof(int));
-    if (!in->qo_indptr || !in->kv_indptr || !kv->indptr || !kv->last_page_len || !kv->indices)
-        return swa_error_set(err, SWA_ERR_NOMEM, "case %s: out of memory for the page table", c->id);
-    kv->dtype = c->dtype;
-    kv->layout = c->layout;
-    kv->page_size = c->page_size;
-    kv->num_kv_heads = c->num_kv_heads;
-    kv->head_dim = c->head_dim;
-    kv->num_requests = B;
-    kv->num_pages = (int)pages + 1; /* the last one is referenced by no request */
+    if (!in->qo_indptr || !in->kv_indptr)
+        return swa_error_set(err, SWA_ERR_NOMEM, "case %s: out of memory for the request offsets", c->id);
     for (int r = 0; r < B; r++) {
-        int n = (c->kv_len[r] + ps - 1) / ps;
         in->qo_indptr[r + 1] = in->qo_indptr[r] + c->qo_len[r];
         in->kv_indptr[r + 1] = in->kv_indptr[r] + c->kv_len[r];
-        kv->indptr[r + 1] = kv->indptr[r] + n;
-        kv->last_page_len[r] = n > 0 ? c->kv_len[r] - (n - 1) * ps : 0;
-        for (int e = kv->indptr[r]; e < kv->indptr[r + 1]; e++)
-            kv->indices[e] = e;
     }
     in->total_qo = in->qo_indptr[B];
     in->total_kv = in->kv_indptr[B];
+    /* the page table only: plans never read K/V */
+    swa_status st = swa_paged_table_only(&in->paged, c->dtype, c->layout, c->page_size > 0 ? c->page_size : 1, B,
+                                         c->kv_len, c->num_kv_heads, c->head_dim, err);
+    if (st != SWA_OK) {
+        char why[SWA_MSG_MAX];
+        snprintf(why, sizeof why, "%s", err->message);
+        return swa_error_set(err, st, "case %s: %s", c->id, why);
+    }
     return SWA_OK;
 }
 
@@ -122,9 +109,7 @@ static void plan_inputs_free(swa_inputs *in)
 {
     free(in->qo_indptr);
     free(in->kv_indptr);
-    free(in->paged.indptr);
-    free(in->paged.indices);
-    free(in->paged.last_page_len);
+    swa_paged_free(&in->paged);
     memset(in, 0, sizeof *in);
 }
 

@@ -260,3 +260,54 @@ Test(paged, inputs_cache_matches_logical_tensors)
     cr_expect_eq(in.paged.page_size, 5);
     swa_inputs_free(&in);
 }
+
+/* The page table alone (swadiff coverage plans from it): no pool, pages in
+ * order, an empty request has no page and last_page_len 0, one spare page
+ * no request references, block tables padded with -1; the same table
+ * shape as swa_paged_build's for the same lengths. */
+Test(paged, table_only_has_the_build_shape_without_a_pool)
+{
+    const int kv_len[] = {17, 0, 16, 1};
+    swa_paged_kv t, full;
+    swa_error err = {0};
+    cr_assert_eq(swa_paged_table_only(&t, SWA_DTYPE_FP16, SWA_LAYOUT_HND, 16, 4, kv_len, 2, 64, &err), SWA_OK, "%s",
+                 err.message);
+    cr_expect_null(t.k_pages);
+    cr_expect_null(t.v_pages);
+    int indptr[] = {0, 2, 2, 3, 4}, last[] = {1, 0, 16, 1};
+    for (int r = 0; r <= 4; r++) cr_expect_eq(t.indptr[r], indptr[r], "indptr[%d]", r);
+    for (int r = 0; r < 4; r++) {
+        cr_expect_eq(t.last_page_len[r], last[r], "last_page_len[%d]", r);
+        cr_expect_eq(t.context_lens[r], kv_len[r]);
+    }
+    for (int e = 0; e < 4; e++) cr_expect_eq(t.indices[e], e, "pages in order");
+    cr_expect_eq(t.num_pages, 5, "one spare page");
+    cr_expect_eq(t.max_blocks_per_seq, 2);
+    cr_expect_eq(t.block_tables[0], 0);
+    cr_expect_eq(t.block_tables[1], 1);
+    cr_expect_eq(t.block_tables[2], -1, "an empty request's row is all -1");
+    cr_expect_eq(t.block_tables[3], -1);
+    cr_expect_eq(t.block_tables[5], -1, "padding past a request's pages");
+
+    /* the full cache for lengths >= 1 has the same indptr and last_page_len */
+    const int kv_full[] = {17, 16, 1};
+    float *k = calloc(34 * 2 * 64, sizeof(float)), *v = calloc(34 * 2 * 64, sizeof(float));
+    cr_assert(k && v);
+    cr_assert_eq(swa_paged_build(&full, SWA_DTYPE_FP16, SWA_LAYOUT_HND, 16, 3, kv_full, 2, 64, k, v, 7, &err), SWA_OK,
+                 "%s", err.message);
+    swa_paged_kv t3;
+    cr_assert_eq(swa_paged_table_only(&t3, SWA_DTYPE_FP16, SWA_LAYOUT_HND, 16, 3, kv_full, 2, 64, &err), SWA_OK);
+    for (int r = 0; r < 3; r++) {
+        cr_expect_eq(t3.indptr[r + 1], full.indptr[r + 1]);
+        cr_expect_eq(t3.last_page_len[r], full.last_page_len[r]);
+    }
+    swa_paged_free(&full);
+    swa_paged_free(&t3);
+    swa_paged_free(&t);
+    free(k);
+    free(v);
+
+    const int bad[] = {3, -1};
+    cr_expect_eq(swa_paged_table_only(&t, SWA_DTYPE_FP16, SWA_LAYOUT_NHD, 16, 2, bad, 1, 64, &err), SWA_ERR_INVALID);
+    cr_expect(strstr(err.message, "request 1") != NULL, "%s", err.message);
+}
