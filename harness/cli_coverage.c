@@ -333,10 +333,7 @@ static int write_json(const char *path, backend_tally *tally, int nb, const swa_
             cJSON_AddItemToArray(arr, backend_json(&tally[i]));
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
-    FILE *f = text ? fopen(path, "w") : NULL;
-    int rc = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF ? 0 : -1;
-    if (f && fclose(f) != 0)
-        rc = -1;
+    int rc = text && swa_write_text_file(path, text) == 0 ? 0 : -1; /* path.tmp, then a rename */
     cJSON_free(text);
     if (rc)
         fprintf(stderr, "swadiff coverage: --json %s: cannot write the file\n", path);
