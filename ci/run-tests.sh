@@ -16,6 +16,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ci/setup-deps.sh
+# the suite must leave /dev/null the character device it found (a rename
+# over it, as root, once left a regular file that broke the HIP build)
+devnull_ok=0
+[ -c /dev/null ] && devnull_ok=1
 
 echo "== 1/6 build and test"
 ci/build.sh build
@@ -44,4 +48,8 @@ build/swadiff coverage -q --device host --json build/coverage.json cases
 echo "== 6/6 line and branch coverage of backends/ from \`swadiff run cases\`"
 SWADIFF_COVERAGE_LINES=${SWADIFF_COVERAGE_LINES:-95} SWADIFF_COVERAGE_BRANCHES=${SWADIFF_COVERAGE_BRANCHES:-90} \
   ci/coverage.sh
+if [ "$devnull_ok" = 1 ] && [ ! -c /dev/null ]; then
+  echo "run-tests: /dev/null is no longer the character device: a test or a tool replaced it" >&2
+  exit 1
+fi
 echo "run-tests: all stages passed"

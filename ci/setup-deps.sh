@@ -9,6 +9,21 @@
 # on PATH (or in /usr/local/cuda/bin) and skipped otherwise.
 set -euo pipefail
 
+# /dev/null must be the character device.  Some containers have a regular
+# file there, which keeps whatever was last "thrown away" — and hipcc's
+# offload bundler reads /dev/null as the host input of every HIP fatbin: a
+# leftover object file in it switches the bundler to its object format and
+# the kernels' .hip_fatbin no longer holds a clang offload bundle (seen in
+# CI: test_hip_build failed, "does not start with __CLANG_OFFLOAD_BUNDLE__").
+if [ ! -c /dev/null ]; then
+  if [ "$(id -u)" = 0 ] && mknod -m 666 /dev/null.swadiff c 1 3 && mv -f /dev/null.swadiff /dev/null; then
+    echo "setup-deps: /dev/null was not the character device; replaced it (mknod c 1 3)"
+  else
+    echo "setup-deps: /dev/null is not the character device and could not be replaced (root and mknod needed);" \
+         "the HIP build will be skipped (cmake/hip.cmake says why)" >&2
+  fi
+fi
+
 packages=(
   build-essential cmake pkg-config git python3 python3-jsonschema
   python3-numpy                     # the numpy adapters (adapters/) and their tests

@@ -45,6 +45,15 @@ endif()
 if(NOT SWADIFF_HIP_ARCHITECTURES)
   list(APPEND _swa_hip_missing "a target list (SWADIFF_HIP_ARCHITECTURES is empty)")
 endif()
+# hipcc's offload bundler reads /dev/null as the host input of each fatbin:
+# where /dev/null is a regular file holding an object, it writes the bundle
+# in another format and the kernels cannot be loaded (ci/setup-deps.sh
+# repairs /dev/null as root)
+execute_process(COMMAND test -c /dev/null RESULT_VARIABLE _swa_devnull_rc)
+if(NOT _swa_devnull_rc EQUAL 0)
+  list(APPEND _swa_hip_missing
+       "/dev/null as the character device (it is not, and hipcc's bundler would read what it holds. As root: rm /dev/null && mknod -m 666 /dev/null c 1 3)")
+endif()
 
 set(_swa_hip_arch_flags "")
 foreach(arch ${SWADIFF_HIP_ARCHITECTURES})

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,12 +33,27 @@ double swa_now(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+bool swa_path_is_special(const char *path)
+{
+    struct stat st;
+    return path && stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
 int swa_write_text_file(const char *path, const char *text)
 {
     char tmp[4096];
     if (!path || !text || snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
         errno = EINVAL;
         return -1;
+    }
+    if (swa_path_is_special(path)) { /* /dev/null, a FIFO: written in place, never replaced */
+        FILE *d = fopen(path, "w");
+        if (!d)
+            return -1;
+        int drc = fputs(text, d) < 0 ? -1 : 0;
+        if (fclose(d) != 0)
+            drc = -1;
+        return drc;
     }
     FILE *f = fopen(tmp, "w");
     if (!f)

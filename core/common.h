@@ -57,6 +57,11 @@ double swa_now(void);
 /* Writes text to path through path.tmp and a rename, so a reader never sees
  * half a file.  Returns 0, or -1 with errno set (the temporary is removed). */
 int swa_write_text_file(const char *path, const char *text);
+/* Whether path exists and is neither a regular file nor a folder (a device
+ * such as /dev/null, a FIFO, a socket): writers write such a path in place
+ * instead of renaming a temporary over it, which would replace /dev/null
+ * with a regular file for every later program (as root). */
+bool swa_path_is_special(const char *path);
 /* A byte count from the environment variable name, for the memory caps
  * SWADIFF_MAX_CASE_BYTES, _HOST_BYTES and _DEVICE_BYTES.  Unset or empty:
  * returns 0 with *out = 0 (the caller's default).  Digits only, a positive

@@ -87,6 +87,9 @@ static swa_status write_atomic(const char *path, int (*write)(FILE *f, const voi
 {
     char tmp[SWA_PATH_MAX + 32];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    bool in_place = swa_path_is_special(path); /* a device or FIFO: never renamed over */
+    if (in_place)
+        snprintf(tmp, sizeof tmp, "%s", path);
     FILE *f = fopen(tmp, "w");
     if (!f)
         return swa_error_set(err, SWA_ERR_IO, "%s: cannot create: %s (is the report folder writable?)", tmp,
@@ -94,7 +97,7 @@ static swa_status write_atomic(const char *path, int (*write)(FILE *f, const voi
     int rc = write(f, ctx);
     if (fflush(f) != 0)
         rc = -1;
-    if (rc == 0 && durable && fsync(fileno(f)) != 0)
+    if (rc == 0 && durable && !in_place && fsync(fileno(f)) != 0)
         rc = -1;
     int saved = errno;
     if (fclose(f) != 0 && rc == 0) {
@@ -102,9 +105,12 @@ static swa_status write_atomic(const char *path, int (*write)(FILE *f, const voi
         saved = errno;
     }
     if (rc != 0) {
-        unlink(tmp);
+        if (!in_place)
+            unlink(tmp);
         return swa_error_set(err, SWA_ERR_IO, "%s: write failed: %s (disk full?)", tmp, strerror(saved));
     }
+    if (in_place)
+        return SWA_OK;
     if (rename(tmp, path) != 0) {
         saved = errno;
         unlink(tmp);

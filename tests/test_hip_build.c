@@ -108,7 +108,9 @@ static void expect_code_object(const char *path, const unsigned char *obj, size_
     const size_t mlen = sizeof magic - 1;
     size_t avail = 0;
     const unsigned char *b = hip_fatbin(path, obj, len, &avail);
-    cr_assert(avail >= mlen + 8 && !memcmp(b, magic, mlen), "%s: .hip_fatbin (%zu bytes) does not start with %s",
+    cr_assert(avail >= mlen + 8 && !memcmp(b, magic, mlen),
+              "%s: .hip_fatbin (%zu bytes) does not start with %s (was /dev/null a regular file holding an object "
+              "when hipcc ran? its bundler reads /dev/null as the host input)",
               path, avail, magic);
     size_t at = mlen;
     uint64_t count = le64(b + at);
