@@ -57,7 +57,10 @@ gcovr --root . "${filters[@]}" --object-directory "$build" --txt "$build/coverag
 gcovr --root . "${filters[@]}" --object-directory "$build" --branches --txt "$build/coverage/branches.txt" "$build" >/dev/null
 set +e
 gcovr --root . "${filters[@]}" --object-directory "$build" --print-summary \
-      --fail-under-line "$line_gate" --fail-under-branch "$branch_gate" --txt /dev/null "$build" > "$build/coverage/summary.log"
+      --fail-under-line "$line_gate" --fail-under-branch "$branch_gate" --txt "$build/coverage/gate.txt" "$build" \
+      > "$build/coverage/summary.log"
+# (not --txt /dev/null: gcovr replaces its output file, and as root that
+# left a regular file at /dev/null, which later broke the HIP build)
 rc=$?
 set -e
 t3=$(date +%s)
