@@ -46,16 +46,10 @@ int swa_write_text_file(const char *path, const char *text)
         errno = EINVAL;
         return -1;
     }
-    if (swa_path_is_special(path)) { /* /dev/null, a FIFO: written in place, never replaced */
-        FILE *d = fopen(path, "w");
-        if (!d)
-            return -1;
-        int drc = fputs(text, d) < 0 ? -1 : 0;
-        if (fclose(d) != 0)
-            drc = -1;
-        return drc;
-    }
-    FILE *f = fopen(tmp, "w");
+    /* /dev/null, a FIFO: written in place, never replaced */
+    const bool in_place = swa_path_is_special(path);
+    const char *target = in_place ? path : tmp;
+    FILE *f = fopen(target, "w");
     if (!f)
         return -1;
     int rc = fputs(text, f) < 0 ? -1 : 0;
@@ -64,12 +58,13 @@ int swa_write_text_file(const char *path, const char *text)
         rc = -1;
         saved = errno;
     }
-    if (rc == 0 && rename(tmp, path) != 0) {
+    if (rc == 0 && !in_place && rename(tmp, path) != 0) {
         rc = -1;
         saved = errno;
     }
     if (rc != 0) {
-        unlink(tmp);
+        if (!in_place)
+            unlink(tmp);
         errno = saved;
     }
     return rc;
