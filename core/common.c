@@ -130,6 +130,17 @@ int swa_env_bytes(const char *name, size_t *out, char *why, size_t why_len)
     return 0;
 }
 
+int swa_env_caps_check(char *why, size_t why_len)
+{
+    static const char *const caps[] = {"SWADIFF_MAX_CASE_BYTES", "SWADIFF_MAX_HOST_BYTES", "SWADIFF_MAX_DEVICE_BYTES"};
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+        size_t v;
+        if (swa_env_bytes(caps[i], &v, why, why_len) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 size_t swa_host_memory_default(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);

@@ -73,6 +73,10 @@ bool swa_path_is_special(const char *path);
  *   number of bytes, digits only (e.g. 12000000000)
  * The caller reports it; never a silent default. */
 int swa_env_bytes(const char *name, size_t *out, char *why, size_t why_len);
+/* All three memory caps well formed (unset counts as well formed): 0, or -1
+ * with the first malformed one's message in why.  Every command checks them
+ * before it loads or runs anything (exit 2 on -1). */
+int swa_env_caps_check(char *why, size_t why_len);
 /* The host memory swadiff allows itself by default: 80% of physical memory
  * (SIZE_MAX when the system does not say). */
 size_t swa_host_memory_default(void);

@@ -105,14 +105,10 @@ int swa_bench_harness(int argc, char **argv, const char *prog)
     /* a malformed memory cap is a usage error here too, as in every command
      * that loads case files (harness/case_expand.c), not a runtime failure
      * of the generated matrix */
-    static const char *const caps[] = {"SWADIFF_MAX_CASE_BYTES", "SWADIFF_MAX_HOST_BYTES", "SWADIFF_MAX_DEVICE_BYTES"};
-    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
-        size_t cap;
-        char why[256];
-        if (swa_env_bytes(caps[i], &cap, why, sizeof why) != 0) {
-            fprintf(stderr, "swadiff: %s\n", why);
-            return SWA_EXIT_USAGE;
-        }
+    char why[256];
+    if (swa_env_caps_check(why, sizeof why) != 0) {
+        fprintf(stderr, "swadiff: %s\n", why);
+        return SWA_EXIT_USAGE;
     }
 
     char dir[] = "/tmp/swadiff-bench-XXXXXX";

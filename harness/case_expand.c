@@ -145,10 +145,9 @@ typedef struct expander {
 
 static int swa_case_host_cap(size_t *cap, const char **source, char *why, size_t why_len)
 {
-    size_t v, run_budget, device;
-    if (swa_env_bytes("SWADIFF_MAX_CASE_BYTES", &v, why, why_len) ||
-        swa_env_bytes("SWADIFF_MAX_HOST_BYTES", &run_budget, why, why_len) ||
-        swa_env_bytes("SWADIFF_MAX_DEVICE_BYTES", &device, why, why_len))
+    size_t v, run_budget;
+    if (swa_env_caps_check(why, why_len) || swa_env_bytes("SWADIFF_MAX_CASE_BYTES", &v, why, why_len) ||
+        swa_env_bytes("SWADIFF_MAX_HOST_BYTES", &run_budget, why, why_len))
         return -1;
     if (v > 0) {
         *source = "SWADIFF_MAX_CASE_BYTES";
