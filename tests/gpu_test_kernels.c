@@ -286,7 +286,8 @@ Test(gpu_variants, prefill_one_m_tile_per_warp)
  * runs 64- and 128-row plan tiles of head_dim 64/128.  Every shape here
  * plans such tiles (average packed rows per request > 16), so each run
  * must reach the wgmma kernel: fp16 and bf16, head_dim 64 and 128, causal
- * without a window, windows 0 / mid-tile / a whole tile / long, non-causal
+ * without a window, windows 0 / mid-tile / a whole 64- or 128-key tile /
+ * long, non-causal
  * bands, GQA groups 1, 4, 8, page sizes 1, 16 and odd (5, 7, 13), NHD and
  * HND, ragged, split-KV, soft cap, 64-row tiles (one warpgroup). */
 static const gpu_shape prefill_wgmma_shapes[] = {
@@ -295,6 +296,8 @@ static const gpu_shape prefill_wgmma_shapes[] = {
     {"wg window 37 mid-tile page 1", 2, {150, 90}, {400, 90}, 8, 8, 128, 1, 37, FP16},
     {"wg window 100 page 5 G4 hd64", 2, {130, 70}, {260, 200}, 4, 1, 64, 5, 100, BF16},
     {"wg window 64 (one tile) prefix", 1, {129}, {1000}, 4, 4, 128, 16, 64, FP16},
+    {"wg window 128 (one 128-key tile)", 2, {257, 131}, {1201, 131}, 4, 4, 128, 16, 128, BF16},
+    {"wg window 127 hd64 page 3", 1, {200}, {777}, 8, 2, 64, 3, 127, FP16},
     {"wg GQA 8 L255 HND page 7", 1, {100}, {900}, 32, 4, 128, 7, 255, BF16, HND},
     {"wg non-causal window 20 (64-row)", 2, {70, 33}, {150, 33}, 4, 4, 64, 16, 20, FP16, NHD, PAGED, true},
     {"wg non-causal no window hd128", 1, {90}, {300}, 8, 8, 128, 16, -1, BF16, NHD, PAGED, true},
@@ -311,22 +314,27 @@ static const gpu_shape prefill_wgmma_shapes[] = {
 /* Turns the wgmma engine on: skipped on a GPU that is not compute
  * capability 9.0 (sm_90a code runs there only); on one that is, the build
  * must have it. */
-static void wgmma_engine_on(void)
+static void wgmma_engine_on_as(int engine)
 {
     char buf[256];
     CUDA_DEV->describe(buf, sizeof buf);
     if (!strstr(buf, ", cc 9.0,"))
         cr_skip_test("the wgmma prefill engine needs compute capability 9.0 (sm_90a): %s", buf);
-    swa_cuda_set_prefill_engine(1);
+    swa_cuda_set_prefill_engine(engine);
     cr_assert_eq(swa_cuda_prefill_wgmma_available(), 1,
                  "compute capability 9.0, but the loaded image has no wgmma engine (build with "
                  "SWADIFF_CUDA_ARCHITECTURES=90a): %s",
                  buf);
 }
 
-Test(gpu_variants, prefill_wgmma_engine)
+/* 1: the serial wgmma engine (each product waited for); 2: the
+ * warp-specialised one (a producer warpgroup, products overlapped with the
+ * softmax) */
+static void wgmma_engine_on(void) { wgmma_engine_on_as(1); }
+static void wgmma_ws_engine_on(void) { wgmma_engine_on_as(2); }
+
+static void run_wgmma_shapes(void)
 {
-    wgmma_engine_on();
     for (size_t n = 0; n < N_ELEMS(prefill_wgmma_shapes); n++) {
         long before = swa_cuda_prefill_wgmma_launches();
         check_shape(&prefill_wgmma_shapes[n], &swa_backend_prefill, false, 0);
@@ -335,15 +343,38 @@ Test(gpu_variants, prefill_wgmma_engine)
     }
 }
 
-/* The common prefill shapes with the knob on: 16-row tiles and head_dim 256
- * stay on mma.sync, the rest runs on wgmma. */
-Test(gpu_variants, prefill_wgmma_engine_common_shapes)
+Test(gpu_variants, prefill_wgmma_engine)
 {
     wgmma_engine_on();
+    run_wgmma_shapes();
+}
+
+Test(gpu_variants, prefill_wgmma_ws_engine)
+{
+    wgmma_ws_engine_on();
+    run_wgmma_shapes();
+}
+
+/* The common prefill shapes with the knob on: 16-row tiles and head_dim 256
+ * stay on mma.sync, the rest runs on wgmma. */
+static void run_common_prefill_shapes_on_wgmma(void)
+{
     long before = swa_cuda_prefill_wgmma_launches();
     for (size_t n = 0; n < N_ELEMS(prefill_shapes); n++)
         check_shape(&prefill_shapes[n], &swa_backend_prefill, false, 0);
     cr_expect_gt(swa_cuda_prefill_wgmma_launches() - before, 0, "no common prefill shape reached the wgmma kernel");
+}
+
+Test(gpu_variants, prefill_wgmma_engine_common_shapes)
+{
+    wgmma_engine_on();
+    run_common_prefill_shapes_on_wgmma();
+}
+
+Test(gpu_variants, prefill_wgmma_ws_engine_common_shapes)
+{
+    wgmma_ws_engine_on();
+    run_common_prefill_shapes_on_wgmma();
 }
 
 Test(gpu_variants, decode_four_warps)
@@ -478,15 +509,26 @@ Test(gpu_mutants, prefill_on_the_mma_sync_engine)
     cr_expect_eq(swa_cuda_prefill_wgmma_launches(), before, "prefill_engine 0 still reached the wgmma kernel");
 }
 
-Test(gpu_mutants, prefill_on_the_wgmma_engine)
+static void run_wgmma_mutants(void)
 {
-    wgmma_engine_on();
     for (size_t n = 0; n < N_ELEMS(wgmma_mutant_cases); n++) {
         long before = swa_cuda_prefill_wgmma_launches();
         check_mutant(&wgmma_mutant_cases[n]);
         cr_expect_eq(swa_cuda_prefill_wgmma_launches() - before, 1, "mutant %s on %s: the run did not use the wgmma kernel",
                      swa_mutant_get(wgmma_mutant_cases[n].mutant)->name, wgmma_mutant_cases[n].shape.name);
     }
+}
+
+Test(gpu_mutants, prefill_on_the_wgmma_engine)
+{
+    wgmma_engine_on();
+    run_wgmma_mutants();
+}
+
+Test(gpu_mutants, prefill_on_the_wgmma_ws_engine)
+{
+    wgmma_ws_engine_on();
+    run_wgmma_mutants();
 }
 #endif /* SWADIFF_HAVE_CUDA */
 
@@ -586,13 +628,17 @@ Test(gpu_env, prefill_engine_variable)
     char buf[256];
     CUDA_DEV->describe(buf, sizeof buf);
     bool hopper = strstr(buf, ", cc 9.0,") != NULL;
-    rc = run_with_engine("wgmma", dir, out, sizeof out);
-    snprintf(report, sizeof report, "%s/wgmma/report.json", dir);
-    if (hopper && swa_cuda_prefill_wgmma_available())
-        cr_expect_eq(rc, 0, "SWADIFF_CUDA_PREFILL_ENGINE=wgmma on %s: exit %d\n%s", buf, rc, out);
-    else
-        cr_expect(rc == 3 && file_contains(report, "has no wgmma engine"),
-                  "SWADIFF_CUDA_PREFILL_ENGINE=wgmma without the engine: exit %d (expected 3 and a reason)\n%s", rc, out);
+    static const char *const wg_names[] = {"wgmma", "wgmma-ws"};
+    for (int w = 0; w < 2; w++) {
+        rc = run_with_engine(wg_names[w], dir, out, sizeof out);
+        snprintf(report, sizeof report, "%s/%s/report.json", dir, wg_names[w]);
+        if (hopper && swa_cuda_prefill_wgmma_available())
+            cr_expect_eq(rc, 0, "SWADIFF_CUDA_PREFILL_ENGINE=%s on %s: exit %d\n%s", wg_names[w], buf, rc, out);
+        else
+            cr_expect(rc == 3 && file_contains(report, "has no wgmma engine"),
+                      "SWADIFF_CUDA_PREFILL_ENGINE=%s without the engine: exit %d (expected 3 and a reason)\n%s",
+                      wg_names[w], rc, out);
+    }
 
     rc = run_with_engine("bogus", dir, out, sizeof out);
     snprintf(report, sizeof report, "%s/bogus/report.json", dir);

@@ -432,16 +432,18 @@ __device__ __forceinline__ float swa_tile_logits(float (&s)[MT][NT / 8][4], cons
 }
 
 /* Online softmax of one tile (the quad, 4 lanes, shares a row): s becomes
- * 2^(s * mul - m), m and dsum move on, and O is rescaled by the change of
- * maximum, skipped while no row of the warp saw a new one (the factor is
+ * 2^(s * mul - m), m and dsum move on, and corr_r gets each row's change of
+ * maximum; swa_rescale_o then rescales O by it (swa_tile_softmax does both;
+ * the Hopper warp-specialised engine rescales only once the previous
+ * tile's P V product, still in flight during the softmax, has landed),
+ * skipped while no row of the warp saw a new one (the factor is
  * then exactly 1, so the skip changes no bit; it saves D/2 multiplies per
  * row and tile: decode_fa2 3.53 -> 3.62 TB/s, prefill causal 8192 215 ->
  * 223 TFLOP/s on an H200). */
-template <int MT, int NT, int DN>
-__device__ __forceinline__ void swa_tile_softmax(float (&s)[MT][NT / 8][4], float (&m)[2 * MT],
-                                                 float (&dsum)[2 * MT], float (&o)[MT][DN][4], float mul)
+template <int MT, int NT>
+__device__ __forceinline__ void swa_tile_softmax_p(float (&s)[MT][NT / 8][4], float (&m)[2 * MT],
+                                                   float (&dsum)[2 * MT], float (&corr_r)[2 * MT], float mul)
 {
-    float corr_r[2 * MT];
 #pragma unroll
     for (int r = 0; r < 2 * MT; r++) {
         const int mt = r / 2, h = r % 2;
@@ -464,6 +466,13 @@ __device__ __forceinline__ void swa_tile_softmax(float (&s)[MT][NT / 8][4], floa
         dsum[r] = dsum[r] * corr + rs;
         corr_r[r] = corr;
     }
+}
+
+/* O rescaled by the change of maximum of swa_tile_softmax_p, skipped while
+ * no row of the warp saw a new one. */
+template <int MT, int DN>
+__device__ __forceinline__ void swa_rescale_o(float (&o)[MT][DN][4], const float (&corr_r)[2 * MT])
+{
     bool moved = false;
 #pragma unroll
     for (int r = 0; r < 2 * MT; r++) moved = moved || corr_r[r] != 1.f;
@@ -478,6 +487,15 @@ __device__ __forceinline__ void swa_tile_softmax(float (&s)[MT][NT / 8][4], floa
             }
         }
     }
+}
+
+template <int MT, int NT, int DN>
+__device__ __forceinline__ void swa_tile_softmax(float (&s)[MT][NT / 8][4], float (&m)[2 * MT],
+                                                 float (&dsum)[2 * MT], float (&o)[MT][DN][4], float mul)
+{
+    float corr_r[2 * MT];
+    swa_tile_softmax_p<MT, NT>(s, m, dsum, corr_r, mul);
+    swa_rescale_o<MT, DN>(o, corr_r);
 }
 
 /* Row sums live spread over the quad: each lane ends with the whole sum. */

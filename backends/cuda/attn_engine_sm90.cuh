@@ -28,10 +28,12 @@
  *  - epilogue as the mma.sync engine's with one key split:
  *    swa_state_inv_sum, the FINITE_SENTINEL hook, write_row per 8 dims.
  *
- * Not done in this step: no TMA (the paged K/V rows are gathered by
- * cp.async), no warp specialisation (no producer warp, no ping-pong of
- * the two warpgroups, no overlap of softmax with the next QK^T), every
- * wgmma batch waited for (wait_group 0) before its result is used.
+ * This serial engine waits for every wgmma batch (wait_group 0) before
+ * its result is used and has no TMA (the paged K/V rows are gathered by
+ * cp.async).  swa_attn_engine_wgmma_ws below is the warp-specialised
+ * variant (a producer warpgroup, mbarriers, softmax overlapped with P V,
+ * optional ping-pong); it is correct and slower on an H200 (247-250 vs
+ * 259-260 TFLOP/s on causal 8192), so it is opt-in.
  *
  * Shared memory (base aligned to 1024 bytes by hand; the swizzle pattern
  * repeats every 1024 bytes and the descriptors' base offset is 0):
@@ -128,6 +130,45 @@ template <int D_, int WG_, int STAGES_ = 0> struct swa_wgmma_cfg {
     static_assert(SMEM_BYTES <= 227 * 1024, "wgmma engine: shared memory over the sm_90 limit");
 };
 
+/* Shape of the warp-specialised engine (swa_attn_engine_wgmma_ws): WG
+ * consumer warpgroups of 64 rows and one producer warpgroup (the last),
+ * a STAGES-deep ring with a full and an empty mbarrier per stage; the
+ * producer signals a stage LAG tiles after issuing it (once its copies
+ * have landed: cp.async.wait_group LAG). */
+template <int D_, int WG_, int STAGES_ = 5, int LAG_ = 1, bool PINGPONG_ = false> struct swa_wgmma_ws_cfg {
+    static constexpr int D = D_, WG = WG_;
+    static constexpr bool PINGPONG = PINGPONG_ && WG_ == 2; /* the two consumers take turns issuing */
+    static constexpr int NW = 4 * (WG + 1), THREADS = NW * 32, ROWS = 64 * WG;
+    static constexpr int CONSUMERS = 128 * WG, PRODUCERS = 128;
+    /* 64-key tiles, as the host emulation's and the other engines': 128-key
+     * tiles (m64n128k16 for S) ran at 253 TFLOP/s against 247-250 on an
+     * H200, but move the edge tiles away from the spec's (the edge-tile
+     * mutant then no longer breaks the same elements as on the host) */
+    static constexpr int TK = 64, NT = 64;
+    static constexpr int STAGES = STAGES_, LAG = LAG_;
+    static constexpr int Q_BYTES = ROWS * D * 2;
+    static constexpr int TILE_BYTES = TK * D * 2;
+    static constexpr int STAGE_BYTES = 2 * TILE_BYTES;
+    static constexpr int RING_BYTES = STAGES * STAGE_BYTES;
+    static constexpr int EPI_STRIDE = D + 8;
+    static constexpr int EPI_BYTES = ROWS * EPI_STRIDE * 4 + 2 * ROWS * 4;
+    static constexpr int BODY_BYTES = RING_BYTES > EPI_BYTES ? RING_BYTES : EPI_BYTES;
+    static constexpr int BAR_BYTES = 2 * STAGES * 8; /* full[STAGES], empty[STAGES] */
+    static constexpr int ALIGN = 1024;
+    static constexpr int SMEM_BYTES = ALIGN + Q_BYTES + BODY_BYTES + BAR_BYTES;
+    static constexpr int CHUNKS = D / 8;
+    static constexpr int LOADS = TK * CHUNKS / PRODUCERS;
+    static constexpr int MIN_BLOCKS = 1;
+    /* registers per thread after setmaxnreg (two consumer warpgroups only:
+     * 384 threads launch with 168; 128 x (168 - 56) = 256 x (224 - 168)) */
+    static constexpr int PRODUCER_REGS = 56, CONSUMER_REGS = 224;
+    static_assert(D == 64 || D == 128, "wgmma engine: head_dim 64 or 128");
+    static_assert(WG == 1 || WG == 2, "wgmma engine: one or two consumer warpgroups");
+    static_assert(LAG >= 0 && LAG <= STAGES - 2, "ring: the producer may lag at most STAGES - 2 tiles (deadlock-free)");
+    static_assert((TK * CHUNKS) % PRODUCERS == 0, "tile loads must split evenly over the producer");
+    static_assert(SMEM_BYTES <= 227 * 1024, "wgmma engine: shared memory over the sm_90 limit");
+};
+
 /* Byte offset of (row, 16-byte chunk) in a [ROWS x D] matrix stored as
  * D/64 blocks of [ROWS][64] elements with the 128-byte swizzle. */
 template <int ROWS> __device__ __forceinline__ uint32_t swa_sw128_off(int row, int chunk)
@@ -160,6 +201,45 @@ template <int N> __device__ __forceinline__ void swa_wg_wait()
 __device__ __forceinline__ void swa_fence_proxy_async_smem()
 {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+/* mbarrier (shared::cta): init, arrive (release), wait on a phase parity
+ * (acquire; try_wait suspends the thread for a while before it polls
+ * again). */
+__device__ __forceinline__ void swa_mbar_init(uint32_t bar, uint32_t count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void swa_mbar_arrive(uint32_t bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void swa_mbar_wait(uint32_t bar, uint32_t parity)
+{
+    uint32_t done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+/* Named barrier `id` over `count` threads (whole warps): wait, or arrive
+ * without waiting. */
+__device__ __forceinline__ void swa_named_sync(int id, int count)
+{
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void swa_named_arrive(int id, int count)
+{
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+template <int N> __device__ __forceinline__ void swa_setmaxnreg_inc()
+{
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N> __device__ __forceinline__ void swa_setmaxnreg_dec()
+{
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
 }
 /* Pins registers: the compiler may not move ordinary accesses of them
  * across this point (it sees them read and rewritten here). */
@@ -440,6 +520,288 @@ __device__ __forceinline__ void swa_attn_engine_wgmma(Prob &prob, unsigned char 
             for (int e = 0; e < 8; e++) acc[e] += src[e] * wgt;
         }
         swa_finish_chunk(prob, row, c, acc, mmax, den);
+    }
+#else
+    (void)prob;
+    (void)smem_raw;
+#endif /* SWA_WGMMA_DEVICE */
+}
+
+/* ---------------------------------------------------------------------------
+ * The warp-specialised engine: the same attention, the same tiles, the
+ * same rounding points as swa_attn_engine_wgmma, with the work split by
+ * role and the two products overlapped with the softmax.
+ *
+ *  - The producer warpgroup (the last, 128 threads; setmaxnreg down to 40
+ *    registers when there are two consumers) fills the ring: for tile t it
+ *    waits for empty[t % STAGES] (every consumer warp done with the tile
+ *    that was there), looks the pages up and issues the cp.async copies
+ *    (zero-filled invalid keys, as the other engines), and once tile t's
+ *    copies have landed (wait_group LAG, LAG tiles later) makes them
+ *    visible to the async proxy (fence.proxy.async) and arrives on
+ *    full[t % STAGES].
+ *  - Each consumer warpgroup (64 query rows; setmaxnreg up to 232) loads
+ *    its own Q rows, then per tile j: waits for full[j], issues S = Q K_j^T
+ *    and, in the same fence, O += P_{j-1} V_{j-1} (the previous tile's
+ *    product), waits for S only (wait_group 1), runs the mask and the
+ *    online softmax while P V runs, waits for it, releases stage j-1
+ *    (lane 0 of each warp arrives on empty), rescales O by the change of
+ *    maximum and packs P_j.  The last tile's P V follows the loop.
+ *    O_j = corr_j (O_{j-1} + P_{j-1} V_{j-1}) + ... is the same sum in the
+ *    same order as the serial engine's.
+ *  - The two consumer warpgroups never wait for each other inside the
+ *    loop (no __syncthreads): one runs its softmax while the other's
+ *    products occupy the tensor cores, as far as the ring allows.
+ *  - Epilogue: the consumers only (named barrier 1), as the serial engine's.
+ *
+ * Ordering: full[] makes the producer's copies (fenced to the async proxy
+ * by the thread that made them) visible to the consumer's wgmma reads
+ * (release by mbarrier.arrive, acquire by try_wait); empty[] is arrived on
+ * after wgmma.wait_group, when the warp's reads of the stage are done.
+ * Phases: tile t is the (t / STAGES)-th use of its stage, so full is
+ * waited on with parity (t / STAGES) & 1 and empty, for t >= STAGES, with
+ * parity (t / STAGES - 1) & 1.  The producer signals tile t only after
+ * issuing tile t + LAG, which needs tile t + LAG - STAGES released; the
+ * consumers release tile j - 2 before they wait for tile j, so LAG <=
+ * STAGES - 2 cannot deadlock (static_assert in swa_wgmma_ws_cfg). */
+template <class Cfg, typename T, class Prob>
+__device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned char *smem_raw)
+{
+#if SWA_WGMMA_DEVICE
+    constexpr int D = Cfg::D, NT = Cfg::NT, TK = Cfg::TK, ROWS = Cfg::ROWS, WG = Cfg::WG;
+    constexpr int STAGES = Cfg::STAGES, LAG = Cfg::LAG, CHUNKS = Cfg::CHUNKS, CONSUMERS = Cfg::CONSUMERS;
+    constexpr int ES = Cfg::EPI_STRIDE;
+    typedef swa_dt<T> dt;
+    typedef swa_wg_ops<T> wg;
+
+    unsigned char *smem = smem_raw + ((Cfg::ALIGN - (swa_smem_addr(smem_raw) & (Cfg::ALIGN - 1))) & (Cfg::ALIGN - 1));
+    unsigned char *sQ = smem;
+    unsigned char *sRing = smem + Cfg::Q_BYTES;
+    float *sEpiO = reinterpret_cast<float *>(smem + Cfg::Q_BYTES);
+    float *sEpiM = sEpiO + ROWS * ES;
+    float *sEpiD = sEpiM + ROWS;
+    const uint32_t bar_full = swa_smem_addr(smem + Cfg::Q_BYTES + Cfg::BODY_BYTES);
+    const uint32_t bar_empty = bar_full + STAGES * 8;
+
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, wgi = warp / 4;
+    const int g = lane / 4, t4 = lane % 4;
+
+    const T *qg = reinterpret_cast<const T *>(prob.q);
+    const T *kg = reinterpret_cast<const T *>(prob.k);
+    const T *vg = reinterpret_cast<const T *>(prob.v);
+    const int kv_begin = prob.kv_begin, kv_end = prob.kv_end;
+    const int num_tiles = kv_end > kv_begin ? (kv_end - kv_begin + TK - 1) / TK : 0;
+
+    if (tid == 0) {
+#pragma unroll
+        for (int st = 0; st < STAGES; st++) {
+            swa_mbar_init(bar_full + st * 8, Cfg::PRODUCERS);
+            swa_mbar_init(bar_empty + st * 8, 4 * WG);
+        }
+    }
+    __syncthreads(); /* the barriers exist before anyone arrives or waits */
+
+    if (wgi == WG) {
+        /* ---- producer ---- */
+        if constexpr (WG == 2) swa_setmaxnreg_dec<Cfg::PRODUCER_REGS>();
+        swa_ring_loads<TK, Cfg::PRODUCERS, CHUNKS> loads(tid - CONSUMERS, kv_begin, kv_end, num_tiles);
+        static_assert(decltype(loads)::LOADS == Cfg::LOADS, "ring loads per thread");
+        loads.lookup(prob, 0);
+        for (int t = 0; t < num_tiles; t++) {
+            const int st = t % STAGES;
+            if (t >= STAGES) swa_mbar_wait(bar_empty + st * 8, (uint32_t)((t / STAGES - 1) & 1));
+            unsigned char *sK = sRing + st * Cfg::STAGE_BYTES;
+            loads.issue(prob, kg, vg, sK, sK + Cfg::TILE_BYTES, t,
+                        [](int j, int c) { return swa_sw128_off<TK>(j, c); });
+            swa_cp_async_commit();
+            loads.lookup(prob, t + 1); /* the next tile's pages, while these copies fly */
+            if (t >= LAG) {
+                swa_cp_async_wait<LAG>();
+                swa_fence_proxy_async_smem();
+                swa_mbar_arrive(bar_full + ((t - LAG) % STAGES) * 8);
+            }
+        }
+        swa_cp_async_wait<0>();
+        swa_fence_proxy_async_smem();
+        for (int t = num_tiles > LAG ? num_tiles - LAG : 0; t < num_tiles; t++)
+            swa_mbar_arrive(bar_full + (t % STAGES) * 8);
+        return; /* the epilogue is the consumers' (named barrier 1) */
+    }
+
+    /* ---- consumers ---- */
+    if constexpr (WG == 2) swa_setmaxnreg_inc<Cfg::CONSUMER_REGS>();
+    {
+        /* my warpgroup's 64 Q rows (invalid rows zero), visible to my wgmma */
+        const int ctid = tid % 128;
+        for (int idx = ctid; idx < 64 * CHUNKS; idx += 128) {
+            int row = wgi * 64 + idx / CHUNKS, c = idx % CHUNKS;
+            swa_row_info ri = prob.row(row);
+            swa_cp_async16(sQ + swa_sw128_off<ROWS>(row, c), qg + (ri.valid ? ri.q_off + c * 8 : 0), ri.valid);
+        }
+        swa_cp_async_commit();
+        swa_cp_async_wait<0>();
+        swa_fence_proxy_async_smem();
+        swa_named_sync(2 + wgi, 128);
+    }
+
+    int lo[2], hi[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        swa_row_info ri = prob.row(warp * 16 + g + r * 8);
+        lo[r] = ri.lo;
+        hi[r] = min(ri.hi, kv_end - 1);
+    }
+    const float masked_low = prob.masked_low_logit();
+    const float scale2 = prob.sm_scale * SWA_LOG2E;
+
+    float o[1][D / 8][4];
+#pragma unroll
+    for (int i = 0; i < D / 8; i++) o[0][i][0] = o[0][i][1] = o[0][i][2] = o[0][i][3] = 0.f;
+    float m[2], dsum[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        m[r] = -CUDART_INF_F;
+        dsum[r] = 0.f;
+    }
+
+    const uint64_t q_desc = swa_wg_desc(swa_smem_addr(sQ) + (uint32_t)(wgi * 64 * 128), 16, 1024);
+    const uint32_t ring_addr = swa_smem_addr(sRing);
+    auto v_desc_of = [&](int tile) {
+        return swa_wg_desc(ring_addr + (uint32_t)((tile % STAGES) * Cfg::STAGE_BYTES) + Cfg::TILE_BYTES, TK * 128, 1024);
+    };
+    auto release = [&](int tile) {
+        __syncwarp();
+        if (lane == 0) swa_mbar_arrive(bar_empty + (tile % STAGES) * 8);
+    };
+
+    uint32_t a[NT / 16][4]; /* P of the previous tile, the A operand of its P V */
+    /* S_j = Q K_j^T issued (one batch); ptxas needs every wgmma batch and
+     * its wait on every path, so the first tile is peeled off the loop and
+     * nothing in the loop is conditional on j */
+    auto issue_qk = [&](int j, float (&s)[1][NT / 8][4]) {
+        const uint64_t k_desc = swa_wg_desc(ring_addr + (uint32_t)((j % STAGES) * Cfg::STAGE_BYTES), 16, 1024);
+        swa_wg_fence();
+#pragma unroll
+        for (int ks = 0; ks < D / 16; ks++) {
+            const uint32_t kbytes = (uint32_t)((ks % 4) * 32);
+            wg::qk(s[0], swa_wg_desc_add(q_desc, kbytes + (uint32_t)((ks / 4) * ROWS * 128)),
+                   swa_wg_desc_add(k_desc, kbytes + (uint32_t)((ks / 4) * TK * 128)), ks > 0);
+        }
+        swa_wg_commit();
+    };
+    auto issue_pv = [&](int j) {
+        const uint64_t v_desc = v_desc_of(j);
+        swa_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < NT / 16; kk++) wg::pv(o[0], a[kk], swa_wg_desc_add(v_desc, (uint32_t)(kk * 16 * 128)));
+        swa_wg_commit();
+    };
+    /* mask and online softmax of S_j (corr: each row's change of maximum) */
+    auto softmax = [&](int j, float (&s)[1][NT / 8][4], float (&corr)[2]) {
+        const int key0 = kv_begin + j * TK;
+        const float mul = swa_tile_logits<1, NT>(s, prob, lo, hi, key0, key0, t4, masked_low, scale2);
+        swa_tile_softmax_p<1, NT>(s, m, dsum, corr, mul);
+    };
+    /* O rescaled (its previous products landed), P_j packed as the A operand */
+    auto rescale_pack = [&](float (&s)[1][NT / 8][4], const float (&corr)[2]) {
+        swa_rescale_o<1, D / 8>(o, corr);
+#pragma unroll
+        for (int kk = 0; kk < NT / 16; kk++) {
+            a[kk][0] = dt::pack(s[0][2 * kk][0], s[0][2 * kk][1]);
+            a[kk][1] = dt::pack(s[0][2 * kk][2], s[0][2 * kk][3]);
+            a[kk][2] = dt::pack(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
+            a[kk][3] = dt::pack(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
+        }
+    };
+
+    /* ping-pong (Cfg::PINGPONG): warpgroup w issues its products only
+     * after the other has issued its own (named barrier 4 + w, 256
+     * threads: my 128 wait, the other's 128 arrive), so one warpgroup's
+     * softmax runs while the other's products hold the tensor cores;
+     * warpgroup 0 goes first, and warpgroup 1 leaves out the arrival after
+     * its last batch (every wait then has exactly one arrival) */
+    auto my_turn = [&]() {
+        if constexpr (Cfg::PINGPONG) swa_named_sync(4 + wgi, 256);
+    };
+    auto your_turn = [&](bool last) {
+        if constexpr (Cfg::PINGPONG) {
+            if (!(last && wgi == 1)) swa_named_arrive(4 + (wgi ^ 1), 256);
+        }
+    };
+    if constexpr (Cfg::PINGPONG) {
+        if (wgi == 1 && num_tiles > 0) swa_named_arrive(4, 256);
+    }
+
+    if (num_tiles > 0) {
+        {
+            swa_mbar_wait(bar_full, 0u);
+            float s[1][NT / 8][4], corr[2];
+            my_turn();
+            issue_qk(0, s);
+            your_turn(false);
+            swa_wg_wait<0>();
+            swa_wg_pin(s[0]);
+            softmax(0, s, corr);
+            rescale_pack(s, corr);
+        }
+        for (int j = 1; j < num_tiles; j++) {
+            swa_mbar_wait(bar_full + (j % STAGES) * 8, (uint32_t)((j / STAGES) & 1));
+            float s[1][NT / 8][4], corr[2];
+            swa_wg_pin(o[0]);
+            swa_wg_pin(a);
+            my_turn();
+            issue_qk(j, s);
+            issue_pv(j - 1);
+            your_turn(false);
+            swa_wg_wait<1>(); /* S_j has landed; P_{j-1} V_{j-1} may still run */
+            swa_wg_pin(s[0]);
+            softmax(j, s, corr);
+            swa_wg_wait<0>(); /* P_{j-1} V_{j-1} has landed: O and a are mine again */
+            swa_wg_pin(o[0]);
+            swa_wg_pin(a);
+            release(j - 1);
+            rescale_pack(s, corr);
+        }
+        swa_wg_pin(o[0]);
+        swa_wg_pin(a);
+        my_turn();
+        issue_pv(num_tiles - 1);
+        your_turn(true);
+        swa_wg_wait<0>();
+        swa_wg_pin(o[0]);
+    }
+
+    swa_quad_sum(dsum);
+
+    /* epilogue over the ring: both consumer warpgroups are past their last
+     * wgmma read of it (the producer's last copies landed before the last
+     * full[] arrival the consumers waited for) */
+    swa_named_sync(1, CONSUMERS);
+    {
+        float *myO = sEpiO + warp * 16 * ES;
+#pragma unroll
+        for (int dn = 0; dn < D / 8; dn++) {
+            int col = dn * 8 + 2 * t4;
+            *reinterpret_cast<float2 *>(myO + g * ES + col) = make_float2(o[0][dn][0], o[0][dn][1]);
+            *reinterpret_cast<float2 *>(myO + (g + 8) * ES + col) = make_float2(o[0][dn][2], o[0][dn][3]);
+        }
+        if (t4 == 0) {
+            sEpiM[warp * 16 + g] = m[0];
+            sEpiM[warp * 16 + g + 8] = m[1];
+            sEpiD[warp * 16 + g] = dsum[0];
+            sEpiD[warp * 16 + g + 8] = dsum[1];
+        }
+    }
+    swa_named_sync(1, CONSUMERS);
+
+    for (int idx = tid; idx < ROWS * CHUNKS; idx += CONSUMERS) {
+        int row = idx / CHUNKS, c = idx % CHUNKS;
+        float mmax = fmaxf(-CUDART_INF_F, sEpiM[row]);
+        float acc[8];
+        const float *src = sEpiO + row * ES + c * 8;
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[e] = src[e];
+        swa_finish_chunk(prob, row, c, acc, mmax, sEpiD[row]);
     }
 #else
     (void)prob;

@@ -92,7 +92,8 @@ typedef struct bench_shape {
     int rows_per_warp, decode_warps; /* kernel variant (swa_cuda_tuning) */
     bool hnd;                        /* HND pages (one head's keys contiguous); NHD otherwise */
     bool sweep;                      /* a variant row: runs under --sweep only */
-    int prefill_engine;              /* 0 mma.sync, 1 Hopper wgmma (set_prefill_engine) */
+    int prefill_engine;              /* 0 mma.sync, 1 Hopper wgmma, 2 wgmma warp-specialised */
+    int ws_variant;                  /* swa_cuda_tuning.prefill_ws_variant */
 } bench_shape;
 
 typedef struct bench_result {
@@ -516,6 +517,8 @@ static const bench_shape bench_shapes[] = {
     {"prefill causal L1023 8192 [32 rows/warp]", PF_8K, 1023, true, "(none; flex_attention 307)", 0, 32, 2},
     {"prefill causal 8192 32/8 hd128 p16 [wgmma]", PF_8K, -1, true, ">= 450 TFLOP/s", 450, 32, 2, false, false, 1},
     {"prefill causal L1023 8192 [wgmma]", PF_8K, 1023, true, ">= 320 TFLOP/s", 320, 32, 2, false, false, 1},
+    {"prefill causal 8192 32/8 hd128 p16 [wgmma-ws]", PF_8K, -1, true, ">= 450 TFLOP/s", 450, 32, 2, false, false, 2},
+    {"prefill causal L1023 8192 [wgmma-ws]", PF_8K, 1023, true, ">= 320 TFLOP/s", 320, 32, 2, false, false, 2},
     /* the first workload again: the spread between two timings of one version */
     {"decode_fa2 b64 kv4096 32/8 hd128 p16 [2 warps] again", FA2_B64, -1, true, ">= 3.5 TB/s", 3500, 32, 2},
     /* --sweep: variants measured when the defaults were chosen (2026-12-01, one H200:
@@ -523,6 +526,13 @@ static const bench_shape bench_shapes[] = {
     {"sweep decode_fa2 b64 kv4096 p16 HND [2 warps]", FA2_B64, -1, true, "(sweep)", 0, 32, 2, true, true},
     {"sweep decode_fa2 b64 kv4096 p64 NHD [2 warps]", FA2_B64_P64, -1, true, "(sweep)", 0, 32, 2, false, true},
     {"sweep decode_aiter b64 kv4096 p16 HND [2 warps]", AIT_B64, -1, true, "(sweep)", 0, 32, 2, true, true},
+    /* the warp-specialised engine's variants (2026-12-01, one H200, causal 8192: ring of 4
+     * stages signalled 2 tiles late 208 TFLOP/s, 4/1 250, 5/2 248, 5/1 247, 5/1 with
+     * ping-pong 247; 128-key tiles 253, with ping-pong 252, 2 stages 211; the serial wgmma
+     * engine 259-260 in the same runs: reports/gpu/h200/wgmma-ws-2026-12-01/) */
+    {"sweep prefill causal 8192 [wgmma-ws ring 4/1]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 1},
+    {"sweep prefill causal 8192 [wgmma-ws ping-pong]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 2},
+    {"sweep prefill causal L1023 8192 [wgmma-ws ping-pong]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 2},
 };
 
 static int bench_usage(FILE *f)
@@ -737,10 +747,11 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
         swa_cuda_tuning saved = swa_cuda_tune;
         swa_cuda_tune.prefill_rows_per_warp = b->rows_per_warp;
         swa_cuda_tune.decode_warps = b->decode_warps;
+        swa_cuda_tune.prefill_ws_variant = b->ws_variant;
         SWA_DEV_SYM(set_prefill_engine)(b->prefill_engine);
         long wgmma_before = SWA_DEV_SYM(prefill_wgmma_launches)();
         swa_status st = bench_run_shape(b, iters, &res, &e);
-        if (st == SWA_OK && b->prefill_engine == 1 && SWA_DEV_SYM(prefill_wgmma_launches)() == wgmma_before)
+        if (st == SWA_OK && b->prefill_engine != 0 && SWA_DEV_SYM(prefill_wgmma_launches)() == wgmma_before)
             st = swa_error_set(&e, SWA_ERR_UNSUPPORTED, "no wgmma engine here (compute capability 9.0 and an sm_90a "
                                                          "build needed): mma.sync ran, not timed as wgmma");
         swa_cuda_tune = saved;
@@ -761,7 +772,8 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
         cJSON_AddNumberToObject(item, "rows_per_warp", b->rows_per_warp);
         cJSON_AddNumberToObject(item, "decode_warps", b->decode_warps);
         if (!strcmp(b->backend, "prefill"))
-            cJSON_AddStringToObject(item, "prefill_engine", b->prefill_engine ? "wgmma" : "mma.sync");
+            cJSON_AddStringToObject(item, "prefill_engine",
+                                    b->prefill_engine == 2 ? "wgmma-ws" : b->prefill_engine ? "wgmma" : "mma.sync");
         cJSON_AddItemToArray(arr, item);
         if (st != SWA_OK) {
             printf("%-50s FAILED: %s\n", b->name, e.message);

@@ -35,7 +35,7 @@ swa_status swa_cuda_fail(swa_error *err, cudaError_t code, const char *stmt, con
  * TFLOP/s causal 8192); decode CTAs of 2 warps (fa2 3.51 vs 3.35 TB/s,
  * aiter 3.05 vs 2.64 TB/s).  A 4-deep ring for 2-warp decode was measured
  * at 1.9 TB/s and dropped. */
-swa_cuda_tuning swa_cuda_tune = {32, 2, 1};
+swa_cuda_tuning swa_cuda_tune = {32, 2, 1, 0};
 
 extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_warps)
 {
@@ -62,10 +62,11 @@ swa_status swa_cuda_prefill_engine_from_env(swa_error *err)
     if (!v || !*v) return SWA_OK;
     if (!strcmp(v, "mma")) swa_cuda_tune.prefill_engine = 0;
     else if (!strcmp(v, "wgmma")) swa_cuda_tune.prefill_engine = 1;
+    else if (!strcmp(v, "wgmma-ws")) swa_cuda_tune.prefill_engine = 2;
     else
         return swa_error_set(err, SWA_ERR_INVALID,
-                             "SWADIFF_CUDA_PREFILL_ENGINE=\"%.40s\": expected \"mma\" (mma.sync, any GPU) or \"wgmma\" "
-                             "(Hopper, an sm_90a build)", v);
+                             "SWADIFF_CUDA_PREFILL_ENGINE=\"%.40s\": expected \"mma\" (mma.sync, any GPU), \"wgmma\" "
+                             "or \"wgmma-ws\" (Hopper, an sm_90a build)", v);
     return SWA_OK;
 }
 

@@ -121,13 +121,17 @@ typedef struct swa_cuda_tuning {
     int prefill_rows_per_warp; /* 128-row tiles: 16 (two 64-row CTAs) or 32 (one CTA, two m-tiles per warp) */
     int decode_warps;          /* warps splitting each decode KV tile: 4 (64 keys) or 2 (32 keys) */
     int prefill_engine;        /* 1 (default) Hopper wgmma where it applies (sm_90a image, head_dim <= 128,
-                                  64/128-row tiles), mma.sync elsewhere; 0 mma.sync everywhere */
+                                  64/128-row tiles), mma.sync elsewhere; 0 mma.sync everywhere; 2 the
+                                  warp-specialised wgmma engine */
+    int prefill_ws_variant;    /* bench sweep of the warp-specialised engine (fp16, head_dim 128, 128-row
+                                  tiles only): 0 the default (a 5-stage ring, each tile signalled 1 tile
+                                  late), 1 a 4-stage ring, 2 the default with ping-pong */
 } swa_cuda_tuning;
 extern swa_cuda_tuning swa_cuda_tune; /* cuda_common.cu */
 /* The same knobs for C callers (tests/gpu_test_kernels.c runs every variant). */
 extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_warps);
-extern "C" void SWA_DEV_SYM(set_prefill_engine)(int engine); /* 0 mma.sync, 1 wgmma */
-/* SWADIFF_CUDA_PREFILL_ENGINE=mma|wgmma picks the prefill engine of a whole
+extern "C" void SWA_DEV_SYM(set_prefill_engine)(int engine); /* 0 mma.sync, 1 wgmma, 2 wgmma-ws */
+/* SWADIFF_CUDA_PREFILL_ENGINE=mma|wgmma|wgmma-ws picks the prefill engine of a whole
  * run (until set_prefill_engine is called); another value is an error
  * naming the variable.  Read at every prefill launch. */
 swa_status swa_cuda_prefill_engine_from_env(swa_error *err);

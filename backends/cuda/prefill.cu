@@ -17,10 +17,14 @@
  * head_dim 64/128 (one CTA of 1 or 2 warpgroups per tile), when this
  * binary's image for the device was compiled for sm_90a (asked once from
  * the device: swa_prefill_wgmma_built); everything else stays on mma.sync.
+ * prefill_engine = 2 runs the same tiles on the warp-specialised wgmma
+ * engine (swa_attn_engine_wgmma_ws: one producer warpgroup more per CTA).
  *
  * Test: tests/gpu_test_kernels.c (prefill paged/ragged, split, GQA, windows;
- * gpu_variants runs them again on the wgmma engine). */
+ * gpu_variants runs them again on both wgmma engines). */
 #include "backends/cuda/cuda_internal.cuh"
+#include <type_traits>
+
 #include "backends/cuda/attn_engine.cuh"
 #include "backends/cuda/attn_engine_sm90.cuh"
 
@@ -177,6 +181,21 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) swa_prefill_wgm
 #endif
 }
 
+/* The warp-specialised wgmma engine's kernel: WG consumer warpgroups and
+ * one producer (Cfg::THREADS = 128 (WG + 1)). */
+template <class Cfg, typename T, bool MUT>
+__global__ void __launch_bounds__(Cfg::THREADS, 1) swa_prefill_wgmma_ws_kernel(const swa_cuda_prefill_params p)
+{
+#if SWA_WGMMA_DEVICE
+    extern __shared__ __align__(1024) unsigned char swa_wgmma_ws_smem[];
+    swa_prefill_prob_t<Cfg::D, T, MUT> prob(p);
+    if (!prob.template init<Cfg::ROWS>()) return;
+    swa_attn_engine_wgmma_ws<Cfg, T>(prob, swa_wgmma_ws_smem);
+#else
+    (void)p;
+#endif
+}
+
 /* 1 in the image of this file that the device loaded when that image was
  * compiled for sm_90a (the wgmma kernel has a body), 0 in any other. */
 __device__ int swa_prefill_wgmma_built = SWA_WGMMA_DEVICE;
@@ -235,7 +254,8 @@ static bool swa_prefill_wgmma_ready(void)
 extern "C" int SWA_DEV_SYM(prefill_wgmma_available)(void) { return swa_prefill_wgmma_ready() ? 1 : 0; }
 extern "C" long SWA_DEV_SYM(prefill_wgmma_launches)(void) { return swa_prefill_wgmma_count; }
 
-template <class Cfg, typename T, bool MUT, bool WGMMA = false>
+/* ENGINE: 0 mma.sync (or the portable engine), 1 wgmma, 2 wgmma warp-specialised */
+template <class Cfg, typename T, bool MUT, int ENGINE = 0>
 static swa_status swa_prefill_launch_cfg(const swa_cuda_prefill_params *pp, int num_work, bool write_lse,
                                          cudaStream_t stream, swa_error *err)
 {
@@ -246,8 +266,29 @@ static swa_status swa_prefill_launch_cfg(const swa_cuda_prefill_params *pp, int 
     if (num_work > 0) {
         void (*kernel)(const swa_cuda_prefill_params);
 #if SWA_TENSOR_CORE_ENGINE
-        if constexpr (WGMMA) {
+        if constexpr (ENGINE == 1) {
             kernel = swa_prefill_wgmma_kernel<Cfg, T, MUT>;
+            swa_prefill_wgmma_count++;
+        } else if constexpr (ENGINE == 2) {
+            kernel = swa_prefill_wgmma_ws_kernel<Cfg, T, MUT>;
+            if constexpr (Cfg::WG == 2) {
+                /* setmaxnreg moves registers from the producer to the
+                 * consumers inside the CTA's allocation: the launch must get
+                 * at least (128 x 40 + 256 x 232) / 384 = 168 per thread, or
+                 * the consumers' increase never completes (a hang) */
+                static int regs = -1;
+                if (regs < 0) {
+                    cudaFuncAttributes fa;
+                    SWA_CUDA_TRY(cudaFuncGetAttributes(&fa, kernel));
+                    regs = fa.numRegs;
+                }
+                const int need = (Cfg::PRODUCERS * Cfg::PRODUCER_REGS + Cfg::CONSUMERS * Cfg::CONSUMER_REGS) / Cfg::THREADS;
+                if (regs < need)
+                    return swa_error_set(err, SWA_ERR_DEVICE,
+                                         "cuda prefill: the warp-specialised wgmma kernel was built with %d registers "
+                                         "per thread; its setmaxnreg split (producer %d, consumers %d) needs %d",
+                                         regs, Cfg::PRODUCER_REGS, Cfg::CONSUMER_REGS, need);
+            }
             swa_prefill_wgmma_count++;
         } else
 #endif
@@ -283,10 +324,25 @@ static swa_status swa_prefill_launch_d(const swa_cuda_prefill_params *p, int num
     if constexpr (D <= 128) {
         /* Hopper wgmma engine (knob, sm_90a image): 128-row tiles as one
          * CTA of two warpgroups, 64-row tiles as one warpgroup */
+        if (swa_cuda_tune.prefill_engine == 2 && swa_prefill_wgmma_ready()) {
+            if (p->cta_tile_q >= 128) {
+                if constexpr (D == 128 && !MUT && std::is_same<T, swa_half_t>::value) {
+                    /* ring variants for the benchmark's sweep (one shape, so
+                     * that the build does not grow by every combination) */
+                    switch (swa_cuda_tune.prefill_ws_variant) {
+                    case 1: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 4, 1>, T, MUT, 2>(p, num_work, write_lse, stream, err);
+                    case 2: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, true>, T, MUT, 2>(p, num_work, write_lse, stream, err);
+                    default: break;
+                    }
+                }
+                return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2>, T, MUT, 2>(p, num_work, write_lse, stream, err);
+            }
+            return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 1>, T, MUT, 2>(p, num_work, write_lse, stream, err);
+        }
         if (swa_cuda_tune.prefill_engine == 1 && swa_prefill_wgmma_ready()) {
             if (p->cta_tile_q >= 128)
-                return swa_prefill_launch_cfg<swa_wgmma_cfg<D, 2>, T, MUT, true>(p, num_work, write_lse, stream, err);
-            return swa_prefill_launch_cfg<swa_wgmma_cfg<D, 1>, T, MUT, true>(p, num_work, write_lse, stream, err);
+                return swa_prefill_launch_cfg<swa_wgmma_cfg<D, 2>, T, MUT, 1>(p, num_work, write_lse, stream, err);
+            return swa_prefill_launch_cfg<swa_wgmma_cfg<D, 1>, T, MUT, 1>(p, num_work, write_lse, stream, err);
         }
         if (p->cta_tile_q >= 128 && swa_cuda_tune.prefill_rows_per_warp == 32)
             return swa_prefill_launch_cfg<swa_engine_cfg<D, 4, 1, 2>, T, MUT>(p, num_work, write_lse, stream, err);
@@ -313,10 +369,11 @@ swa_status swa_cuda_prefill_launch(const swa_cuda_prefill_params *p, swa_dtype d
     swa_status est = swa_cuda_prefill_engine_from_env(err);
     if (est != SWA_OK) return est;
 #if SWA_TENSOR_CORE_ENGINE
-    if (swa_cuda_tune.prefill_engine == 1 && !swa_prefill_wgmma_ready() && getenv("SWADIFF_CUDA_PREFILL_ENGINE"))
+    if (swa_cuda_tune.prefill_engine != 0 && !swa_prefill_wgmma_ready() && getenv("SWADIFF_CUDA_PREFILL_ENGINE"))
         return swa_error_set(err, SWA_ERR_UNSUPPORTED,
-                             "SWADIFF_CUDA_PREFILL_ENGINE=wgmma: this GPU or build has no wgmma engine (it needs "
-                             "compute capability 9.0 and kernels built for sm_90a)");
+                             "SWADIFF_CUDA_PREFILL_ENGINE=%s: this GPU or build has no wgmma engine (it needs "
+                             "compute capability 9.0 and kernels built for sm_90a)",
+                             swa_cuda_tune.prefill_engine == 2 ? "wgmma-ws" : "wgmma");
 #endif
     if (p->cta_tile_q != 16 && p->cta_tile_q != 64 && p->cta_tile_q != 128)
         return swa_error_set(err, SWA_ERR_INVALID, "cuda prefill: plan cta_tile_q %d (expected 16, 64 or 128)",
