@@ -63,6 +63,7 @@ template <int D, bool MUT> struct swa_aiter_prob {
         if (!quirk && kv_end <= window_lo) kv_end = kv_begin;
         blocks = p.block_tables + (long long)s * p.max_blocks_per_seq;
         num_blocks = (ctx + p.block_size - 1) / p.block_size;
+        swa_set_strides();
         return true;
     }
 
@@ -93,11 +94,19 @@ template <int D, bool MUT> struct swa_aiter_prob {
                         : swa_page_div(t, p.block_size, p.page_shift);
         return blocks[entry];
     }
+    /* element offset of key t in page `page`: strides set once in
+     * init() (swa_set_strides), as the prefill kernels do */
+    long long pg_stride, slot_stride, head_off;
+    __device__ void swa_set_strides()
+    {
+        const bool nhd = p.nhd;
+        pg_stride = (long long)p.block_size * p.num_kv_heads * D;
+        slot_stride = nhd ? (long long)p.num_kv_heads * D : (long long)D;
+        head_off = nhd ? (long long)kvh * D : (long long)kvh * p.block_size * D;
+    }
     __device__ long long offset(int page, int t) const
     {
-        int slot = swa_page_mod(t, p.block_size, p.page_shift);
-        if (p.nhd) return (((long long)page * p.block_size + slot) * p.num_kv_heads + kvh) * D;
-        return (((long long)page * p.num_kv_heads + kvh) * p.block_size + slot) * D;
+        return page * pg_stride + swa_page_mod(t, p.block_size, p.page_shift) * slot_stride + head_off;
     }
 
     __device__ void write_row(int local, int c, const float (&o)[8], float mx, float d) const

@@ -43,6 +43,14 @@ template <int D, bool MUT> struct swa_prefill_prob {
     int r, chunk, kvh, qo_len, kv_len, row_base, row_limit, q_row0;
     long long ragged_base; /* ragged: element offset of (token 0 of the request, kv head) */
     const int *pages;      /* paged: the request's entries of page_indices */
+    /* element offset of key t = page * pg_stride + slot * slot_stride + head_off
+     * (ragged: page = t, slot_stride 0), set once in init(): the loads of
+     * every tile then pay two multiply-adds per row instead of a 64-bit
+     * product chain and three layout branches (on an H200 the address
+     * arithmetic was about a third of the wgmma engine's instructions).
+     * 64-bit strides: a page of 65536 slots x 1024 heads x 256 dims is
+     * 2^34 elements. */
+    long long head_off, pg_stride, slot_stride;
 
     __device__ swa_prefill_prob(const swa_cuda_prefill_params &prm) : p(prm)
     {
@@ -83,8 +91,23 @@ template <int D, bool MUT> struct swa_prefill_prob {
                                         p.run_window_left, p.chunk_size, p.cta_tile_kv, m);
         kv_end = swa_prefill_kv_end(chunk_end, p_last, p.causal, p.window_right, m);
 
-        if (p.ragged) ragged_base = ((long long)p.kv_indptr[r] * p.num_kv_heads + kvh) * D;
-        else pages = p.page_indices + p.page_indptr[r];
+        if (p.ragged) {
+            ragged_base = ((long long)p.kv_indptr[r] * p.num_kv_heads + kvh) * D;
+            pg_stride = (long long)p.num_kv_heads * D;
+            slot_stride = 0;
+            head_off = ragged_base;
+        } else {
+            pages = p.page_indices + p.page_indptr[r];
+            if (p.nhd) { /* [page][slot][head][D] */
+                pg_stride = (long long)p.page_size * p.num_kv_heads * D;
+                slot_stride = (long long)p.num_kv_heads * D;
+                head_off = (long long)kvh * D;
+            } else { /* [page][head][slot][D] */
+                pg_stride = (long long)p.num_kv_heads * p.page_size * D;
+                slot_stride = D;
+                head_off = (long long)kvh * p.page_size * D;
+            }
+        }
         return true;
     }
 
@@ -121,10 +144,8 @@ template <int D, bool MUT> struct swa_prefill_prob {
     }
     __device__ long long offset(int page, int t) const
     {
-        if (p.ragged) return ragged_base + (long long)t * p.num_kv_heads * D;
-        int slot = swa_page_mod(t, p.page_size, p.page_shift);
-        if (p.nhd) return (((long long)page * p.page_size + slot) * p.num_kv_heads + kvh) * D;
-        return (((long long)page * p.num_kv_heads + kvh) * p.page_size + slot) * D;
+        const int slot = p.ragged ? 0 : swa_page_mod(t, p.page_size, p.page_shift);
+        return page * pg_stride + slot * slot_stride + head_off;
     }
 
     template <typename T> __device__ void write_row(int local, int c, const float (&o)[8], float mx, float d) const
