@@ -251,10 +251,10 @@ Test(gpu_decode, fa2_graph_replay_with_larger_batch)
 
 /* -------------------------------------------------------------------------
  * kernel variants (backends/cuda tuning knobs; the tests above run the
- * defaults: the wgmma prefill engine where it applies (compute capability
- * 9.0, an sm_90a build), else mma.sync with 32 rows per warp for 128-row
- * tiles; 2-warp decode CTAs): the mma.sync engine, its 64-row prefill
- * CTAs, 4-warp decode CTAs */
+ * defaults: the warp-specialised wgmma prefill engine where it applies
+ * (compute capability 9.0, an sm_90a build), else mma.sync with 32 rows per
+ * warp for 128-row tiles; 2-warp decode CTAs): the mma.sync engine, its
+ * 64-row prefill CTAs, both wgmma engines by name, 4-warp decode CTAs */
 
 #ifdef SWADIFF_HAVE_CUDA /* the knobs exist only in a CUDA build (else main skips with 77) */
 void swa_cuda_set_tuning(int prefill_rows_per_warp, int decode_warps); /* cuda_common.cu */

@@ -32,8 +32,9 @@
  * its result is used and has no TMA (the paged K/V rows are gathered by
  * cp.async).  swa_attn_engine_wgmma_ws below is the warp-specialised
  * variant (a producer warpgroup, mbarriers, softmax overlapped with P V,
- * optional ping-pong); it is correct and slower on an H200 (247-250 vs
- * 259-260 TFLOP/s on causal 8192), so it is opt-in.
+ * optional ping-pong), the default on Hopper: on an H200, causal 8192 384
+ * vs 308 TFLOP/s, window 1023 280 vs 236 (before the address arithmetic
+ * was cut, swa_kv_addr, it was at parity: 267 vs 273).
  *
  * Shared memory (base aligned to 1024 bytes by hand; the swizzle pattern
  * repeats every 1024 bytes and the descriptors' base offset is 0):
@@ -337,6 +338,115 @@ template <typename T> struct swa_wg_ops;
 SWA_WG_DEFINE_OPS(swa_half_t, "f16")
 SWA_WG_DEFINE_OPS(swa_bf16_t, "bf16")
 #undef SWA_WG_DEFINE_OPS
+/* ---------------------------------------------------------------------------
+ * Pieces both wgmma engines use (the serial one and the warp-specialised
+ * one), so that each exists once. */
+
+/* Q rows [row0, row0 + nrows) -> shared (invalid rows zero-filled), by
+ * nthreads threads; one commit group. */
+template <int ROWS, int CHUNKS, typename T, class Prob>
+__device__ __forceinline__ void swa_wg_load_q(const Prob &prob, unsigned char *sQ, const T *qg, int row0, int nrows,
+                                              int tid, int nthreads)
+{
+    for (int idx = tid; idx < nrows * CHUNKS; idx += nthreads) {
+        int row = row0 + idx / CHUNKS, c = idx % CHUNKS;
+        swa_row_info ri = prob.row(row);
+        swa_cp_async16(sQ + swa_sw128_off<ROWS>(row, c), qg + (ri.valid ? ri.q_off + c * 8 : 0), ri.valid);
+    }
+    swa_cp_async_commit();
+}
+
+/* The warp's two rows (16 warp + g and + 8: warp w % 4 of warpgroup w / 4
+ * owns the m64 accumulator's rows 16 (w % 4) + ..), their key bounds, and
+ * the online-softmax state reset. */
+template <int D, class Prob>
+__device__ __forceinline__ void swa_wg_rows_init(const Prob &prob, int warp, int g, int (&lo)[2], int (&hi)[2],
+                                                 float (&o)[1][D / 8][4], float (&m)[2], float (&dsum)[2])
+{
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        swa_row_info ri = prob.row(warp * 16 + g + r * 8);
+        lo[r] = ri.lo;
+        hi[r] = min(ri.hi, prob.kv_end - 1);
+        m[r] = -CUDART_INF_F;
+        dsum[r] = 0.f;
+    }
+#pragma unroll
+    for (int i = 0; i < D / 8; i++) o[0][i][0] = o[0][i][1] = o[0][i][2] = o[0][i][3] = 0.f;
+}
+
+/* S = Q K^T, the D/16 k-steps (no fence, no commit): k-step ks reads dims
+ * 16ks..16ks+15, 32 bytes into the 128-byte rows of block ks/4. */
+template <int D, int ROWS, int TK, typename T>
+__device__ __forceinline__ void swa_wg_qk_steps(float (&s)[1][8][4], uint64_t q_desc, uint64_t k_desc)
+{
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ks++) {
+        const uint32_t kbytes = (uint32_t)((ks % 4) * 32);
+        swa_wg_ops<T>::qk(s[0], swa_wg_desc_add(q_desc, kbytes + (uint32_t)((ks / 4) * ROWS * 128)),
+                          swa_wg_desc_add(k_desc, kbytes + (uint32_t)((ks / 4) * TK * 128)), ks > 0);
+    }
+}
+
+/* O += P V, the NT/16 k-steps (no fence, no commit): k-step kk reads V keys
+ * 16kk.. (2048 bytes per 16 rows of 128 bytes). */
+template <int NT, int D, typename T>
+__device__ __forceinline__ void swa_wg_pv_steps(float (&o)[1][D / 8][4], const uint32_t (&a)[NT / 16][4],
+                                                uint64_t v_desc)
+{
+#pragma unroll
+    for (int kk = 0; kk < NT / 16; kk++)
+        swa_wg_ops<T>::pv(o[0], a[kk], swa_wg_desc_add(v_desc, (uint32_t)(kk * 16 * 128)));
+}
+
+/* P in the dtype as the A fragments of 16 keys each (the mma.sync engine's
+ * packing, which is also wgmma's register A layout). */
+template <int NT, typename T>
+__device__ __forceinline__ void swa_wg_pack_p(uint32_t (&a)[NT / 16][4], const float (&s)[1][NT / 8][4])
+{
+    typedef swa_dt<T> dt;
+#pragma unroll
+    for (int kk = 0; kk < NT / 16; kk++) {
+        a[kk][0] = dt::pack(s[0][2 * kk][0], s[0][2 * kk][1]);
+        a[kk][1] = dt::pack(s[0][2 * kk][2], s[0][2 * kk][3]);
+        a[kk][2] = dt::pack(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
+        a[kk][3] = dt::pack(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
+    }
+}
+
+/* Epilogue as the mma.sync engine's with one key split: each warp's
+ * (m, d, O) rows to shared, sync(), then nthreads threads write (row, 8
+ * dims) through the problem class (swa_finish_chunk). */
+template <int D, int ROWS, int CHUNKS, int ES, class Prob, class Sync>
+__device__ __forceinline__ void swa_wg_epilogue(const Prob &prob, float *sEpiO, const float (&o)[1][D / 8][4],
+                                                const float (&m)[2], const float (&dsum)[2], int warp, int g, int t4,
+                                                int tid, int nthreads, Sync sync)
+{
+    float *sEpiM = sEpiO + ROWS * ES, *sEpiD = sEpiM + ROWS;
+    float *myO = sEpiO + warp * 16 * ES;
+#pragma unroll
+    for (int dn = 0; dn < D / 8; dn++) {
+        int col = dn * 8 + 2 * t4;
+        *reinterpret_cast<float2 *>(myO + g * ES + col) = make_float2(o[0][dn][0], o[0][dn][1]);
+        *reinterpret_cast<float2 *>(myO + (g + 8) * ES + col) = make_float2(o[0][dn][2], o[0][dn][3]);
+    }
+    if (t4 == 0) {
+        sEpiM[warp * 16 + g] = m[0];
+        sEpiM[warp * 16 + g + 8] = m[1];
+        sEpiD[warp * 16 + g] = dsum[0];
+        sEpiD[warp * 16 + g + 8] = dsum[1];
+    }
+    sync();
+    for (int idx = tid; idx < ROWS * CHUNKS; idx += nthreads) {
+        int row = idx / CHUNKS, c = idx % CHUNKS;
+        float mmax = fmaxf(-CUDART_INF_F, sEpiM[row]);
+        float acc[8];
+        const float *src = sEpiO + row * ES + c * 8;
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[e] = src[e];
+        swa_finish_chunk(prob, row, c, acc, mmax, sEpiD[row]);
+    }
+}
 #endif /* SWA_WGMMA_DEVICE */
 
 /* ---------------------------------------------------------------------------
@@ -350,16 +460,12 @@ __device__ __forceinline__ void swa_attn_engine_wgmma(Prob &prob, unsigned char 
     constexpr int D = Cfg::D, NT = Cfg::NT, TK = Cfg::TK, ROWS = Cfg::ROWS;
     constexpr int STAGES = Cfg::STAGES, THREADS = Cfg::THREADS, CHUNKS = Cfg::CHUNKS, LOADS = Cfg::LOADS;
     constexpr int ES = Cfg::EPI_STRIDE;
-    typedef swa_dt<T> dt;
-    typedef swa_wg_ops<T> wg;
 
     /* 1024-byte aligned base (Cfg::SMEM_BYTES has the slack) */
     unsigned char *smem = smem_raw + ((Cfg::ALIGN - (swa_smem_addr(smem_raw) & (Cfg::ALIGN - 1))) & (Cfg::ALIGN - 1));
     unsigned char *sQ = smem;
     unsigned char *sRing = smem + Cfg::Q_BYTES;
     float *sEpiO = reinterpret_cast<float *>(smem + Cfg::Q_BYTES);
-    float *sEpiM = sEpiO + ROWS * ES;
-    float *sEpiD = sEpiM + ROWS;
 
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, wgi = warp / 4;
     const int g = lane / 4, t4 = lane % 4;
@@ -369,12 +475,7 @@ __device__ __forceinline__ void swa_attn_engine_wgmma(Prob &prob, unsigned char 
     const T *vg = reinterpret_cast<const T *>(prob.v);
 
     /* Q tile -> shared (invalid rows zero) */
-    for (int idx = tid; idx < ROWS * CHUNKS; idx += THREADS) {
-        int row = idx / CHUNKS, c = idx % CHUNKS;
-        swa_row_info ri = prob.row(row);
-        swa_cp_async16(sQ + swa_sw128_off<ROWS>(row, c), qg + (ri.valid ? ri.q_off + c * 8 : 0), ri.valid);
-    }
-    swa_cp_async_commit();
+    swa_wg_load_q<ROWS, CHUNKS>(prob, sQ, qg, 0, ROWS, tid, THREADS);
 
     const int kv_begin = prob.kv_begin, kv_end = prob.kv_end;
     const int num_tiles = kv_end > kv_begin ? (kv_end - kv_begin + TK - 1) / TK : 0;
@@ -399,27 +500,13 @@ __device__ __forceinline__ void swa_attn_engine_wgmma(Prob &prob, unsigned char 
     }
     lookup_tile(STAGES - 1);
 
-    /* my rows: warp w of the CTA owns rows 16w + g and 16w + g + 8 (warp
-     * w % 4 of warpgroup w / 4: the m64 accumulator's rows 16(w%4) + ..) */
+    /* my rows, their key bounds, the softmax state; one m-tile per warp,
+     * as the mma.sync engine's o[MT = 1] */
     int lo[2], hi[2];
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        swa_row_info ri = prob.row(warp * 16 + g + r * 8);
-        lo[r] = ri.lo;
-        hi[r] = min(ri.hi, kv_end - 1);
-    }
+    float o[1][D / 8][4], m[2], dsum[2];
+    swa_wg_rows_init<D>(prob, warp, g, lo, hi, o, m, dsum);
     const float masked_low = prob.masked_low_logit(); /* base-2 logit of a window-masked key */
     const float scale2 = prob.sm_scale * SWA_LOG2E;
-
-    float o[1][D / 8][4]; /* one m-tile per warp, as the mma.sync engine's o[MT = 1] */
-#pragma unroll
-    for (int i = 0; i < D / 8; i++) o[0][i][0] = o[0][i][1] = o[0][i][2] = o[0][i][3] = 0.f;
-    float m[2], dsum[2];
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        m[r] = -CUDART_INF_F;
-        dsum[r] = 0.f;
-    }
 
     /* descriptors: my warpgroup's 64 Q rows (K-major, A), the stage's K
      * (K-major, B) and V (MN-major, B); 16 bytes = LBO "1" where unused */
@@ -446,12 +533,7 @@ __device__ __forceinline__ void swa_attn_engine_wgmma(Prob &prob, unsigned char 
          * 128-byte rows of block ks/4 */
         float s[1][NT / 8][4];
         swa_wg_fence();
-#pragma unroll
-        for (int ks = 0; ks < D / 16; ks++) {
-            const uint32_t kbytes = (uint32_t)((ks % 4) * 32);
-            wg::qk(s[0], swa_wg_desc_add(q_desc, kbytes + (uint32_t)((ks / 4) * ROWS * 128)),
-                   swa_wg_desc_add(k_desc, kbytes + (uint32_t)((ks / 4) * TK * 128)), ks > 0);
-        }
+        swa_wg_qk_steps<D, ROWS, TK, T>(s, q_desc, k_desc);
         swa_wg_commit();
         swa_wg_wait<0>();
         swa_wg_pin(s[0]);
@@ -465,18 +547,11 @@ __device__ __forceinline__ void swa_attn_engine_wgmma(Prob &prob, unsigned char 
          * mma.sync engine's packing); k-step kk reads V keys 16kk.. (2048
          * bytes per 16 rows of 128 bytes) */
         uint32_t a[NT / 16][4];
-#pragma unroll
-        for (int kk = 0; kk < NT / 16; kk++) {
-            a[kk][0] = dt::pack(s[0][2 * kk][0], s[0][2 * kk][1]);
-            a[kk][1] = dt::pack(s[0][2 * kk][2], s[0][2 * kk][3]);
-            a[kk][2] = dt::pack(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
-            a[kk][3] = dt::pack(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
-        }
+        swa_wg_pack_p<NT, T>(a, s);
         swa_wg_pin(o[0]);
         swa_wg_pin(a);
         swa_wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < NT / 16; kk++) wg::pv(o[0], a[kk], swa_wg_desc_add(v_desc, (uint32_t)(kk * 16 * 128)));
+        swa_wg_pv_steps<NT, D, T>(o, a, v_desc);
         swa_wg_commit();
         swa_wg_wait<0>();
         swa_wg_pin(o[0]);
@@ -488,39 +563,9 @@ __device__ __forceinline__ void swa_attn_engine_wgmma(Prob &prob, unsigned char 
     swa_quad_sum(dsum);
 
     /* epilogue: the warp's (m, d, O) rows to shared, then every thread
-     * writes (row, 8 dims) through the problem class, as the mma.sync
-     * engine does with one key split */
-    {
-        float *myO = sEpiO + warp * 16 * ES;
-#pragma unroll
-        for (int dn = 0; dn < D / 8; dn++) {
-            int col = dn * 8 + 2 * t4;
-            *reinterpret_cast<float2 *>(myO + g * ES + col) = make_float2(o[0][dn][0], o[0][dn][1]);
-            *reinterpret_cast<float2 *>(myO + (g + 8) * ES + col) = make_float2(o[0][dn][2], o[0][dn][3]);
-        }
-        if (t4 == 0) {
-            sEpiM[warp * 16 + g] = m[0];
-            sEpiM[warp * 16 + g + 8] = m[1];
-            sEpiD[warp * 16 + g] = dsum[0];
-            sEpiD[warp * 16 + g + 8] = dsum[1];
-        }
-    }
-    __syncthreads();
-
-    for (int idx = tid; idx < ROWS * CHUNKS; idx += THREADS) {
-        int row = idx / CHUNKS, c = idx % CHUNKS;
-        float mmax = fmaxf(-CUDART_INF_F, sEpiM[row]);
-        float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-        float den = 0.f;
-        {
-            const float wgt = 1.f; /* one key split: the mma.sync engine's WK == 1 weights */
-            den += sEpiD[row] * wgt;
-            const float *src = sEpiO + row * ES + c * 8;
-#pragma unroll
-            for (int e = 0; e < 8; e++) acc[e] += src[e] * wgt;
-        }
-        swa_finish_chunk(prob, row, c, acc, mmax, den);
-    }
+     * writes (row, 8 dims) through the problem class */
+    swa_wg_epilogue<D, ROWS, CHUNKS, ES>(prob, sEpiO, o, m, dsum, warp, g, t4, tid, THREADS,
+                                         [] { __syncthreads(); });
 #else
     (void)prob;
     (void)smem_raw;
@@ -571,15 +616,11 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned ch
     constexpr int D = Cfg::D, NT = Cfg::NT, TK = Cfg::TK, ROWS = Cfg::ROWS, WG = Cfg::WG;
     constexpr int STAGES = Cfg::STAGES, LAG = Cfg::LAG, CHUNKS = Cfg::CHUNKS, CONSUMERS = Cfg::CONSUMERS;
     constexpr int ES = Cfg::EPI_STRIDE;
-    typedef swa_dt<T> dt;
-    typedef swa_wg_ops<T> wg;
 
     unsigned char *smem = smem_raw + ((Cfg::ALIGN - (swa_smem_addr(smem_raw) & (Cfg::ALIGN - 1))) & (Cfg::ALIGN - 1));
     unsigned char *sQ = smem;
     unsigned char *sRing = smem + Cfg::Q_BYTES;
     float *sEpiO = reinterpret_cast<float *>(smem + Cfg::Q_BYTES);
-    float *sEpiM = sEpiO + ROWS * ES;
-    float *sEpiD = sEpiM + ROWS;
     const uint32_t bar_full = swa_smem_addr(smem + Cfg::Q_BYTES + Cfg::BODY_BYTES);
     const uint32_t bar_empty = bar_full + STAGES * 8;
 
@@ -630,39 +671,17 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned ch
 
     /* ---- consumers ---- */
     if constexpr (WG == 2) swa_setmaxnreg_inc<Cfg::CONSUMER_REGS>();
-    {
-        /* my warpgroup's 64 Q rows (invalid rows zero), visible to my wgmma */
-        const int ctid = tid % 128;
-        for (int idx = ctid; idx < 64 * CHUNKS; idx += 128) {
-            int row = wgi * 64 + idx / CHUNKS, c = idx % CHUNKS;
-            swa_row_info ri = prob.row(row);
-            swa_cp_async16(sQ + swa_sw128_off<ROWS>(row, c), qg + (ri.valid ? ri.q_off + c * 8 : 0), ri.valid);
-        }
-        swa_cp_async_commit();
-        swa_cp_async_wait<0>();
-        swa_fence_proxy_async_smem();
-        swa_named_sync(2 + wgi, 128);
-    }
+    /* my warpgroup's 64 Q rows (invalid rows zero), visible to my wgmma */
+    swa_wg_load_q<ROWS, CHUNKS>(prob, sQ, qg, wgi * 64, 64, tid % 128, 128);
+    swa_cp_async_wait<0>();
+    swa_fence_proxy_async_smem();
+    swa_named_sync(2 + wgi, 128);
 
     int lo[2], hi[2];
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        swa_row_info ri = prob.row(warp * 16 + g + r * 8);
-        lo[r] = ri.lo;
-        hi[r] = min(ri.hi, kv_end - 1);
-    }
+    float o[1][D / 8][4], m[2], dsum[2];
+    swa_wg_rows_init<D>(prob, warp, g, lo, hi, o, m, dsum);
     const float masked_low = prob.masked_low_logit();
     const float scale2 = prob.sm_scale * SWA_LOG2E;
-
-    float o[1][D / 8][4];
-#pragma unroll
-    for (int i = 0; i < D / 8; i++) o[0][i][0] = o[0][i][1] = o[0][i][2] = o[0][i][3] = 0.f;
-    float m[2], dsum[2];
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        m[r] = -CUDART_INF_F;
-        dsum[r] = 0.f;
-    }
 
     const uint64_t q_desc = swa_wg_desc(swa_smem_addr(sQ) + (uint32_t)(wgi * 64 * 128), 16, 1024);
     const uint32_t ring_addr = swa_smem_addr(sRing);
@@ -681,19 +700,13 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned ch
     auto issue_qk = [&](int j, float (&s)[1][NT / 8][4]) {
         const uint64_t k_desc = swa_wg_desc(ring_addr + (uint32_t)((j % STAGES) * Cfg::STAGE_BYTES), 16, 1024);
         swa_wg_fence();
-#pragma unroll
-        for (int ks = 0; ks < D / 16; ks++) {
-            const uint32_t kbytes = (uint32_t)((ks % 4) * 32);
-            wg::qk(s[0], swa_wg_desc_add(q_desc, kbytes + (uint32_t)((ks / 4) * ROWS * 128)),
-                   swa_wg_desc_add(k_desc, kbytes + (uint32_t)((ks / 4) * TK * 128)), ks > 0);
-        }
+        swa_wg_qk_steps<D, ROWS, TK, T>(s, q_desc, k_desc);
         swa_wg_commit();
     };
     auto issue_pv = [&](int j) {
         const uint64_t v_desc = v_desc_of(j);
         swa_wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < NT / 16; kk++) wg::pv(o[0], a[kk], swa_wg_desc_add(v_desc, (uint32_t)(kk * 16 * 128)));
+        swa_wg_pv_steps<NT, D, T>(o, a, v_desc);
         swa_wg_commit();
     };
     /* mask and online softmax of S_j (corr: each row's change of maximum) */
@@ -705,13 +718,7 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned ch
     /* O rescaled (its previous products landed), P_j packed as the A operand */
     auto rescale_pack = [&](float (&s)[1][NT / 8][4], const float (&corr)[2]) {
         swa_rescale_o<1, D / 8>(o, corr);
-#pragma unroll
-        for (int kk = 0; kk < NT / 16; kk++) {
-            a[kk][0] = dt::pack(s[0][2 * kk][0], s[0][2 * kk][1]);
-            a[kk][1] = dt::pack(s[0][2 * kk][2], s[0][2 * kk][3]);
-            a[kk][2] = dt::pack(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
-            a[kk][3] = dt::pack(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
-        }
+        swa_wg_pack_p<NT, T>(a, s);
     };
 
     /* ping-pong (Cfg::PINGPONG): warpgroup w issues its products only
@@ -777,32 +784,8 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned ch
      * wgmma read of it (the producer's last copies landed before the last
      * full[] arrival the consumers waited for) */
     swa_named_sync(1, CONSUMERS);
-    {
-        float *myO = sEpiO + warp * 16 * ES;
-#pragma unroll
-        for (int dn = 0; dn < D / 8; dn++) {
-            int col = dn * 8 + 2 * t4;
-            *reinterpret_cast<float2 *>(myO + g * ES + col) = make_float2(o[0][dn][0], o[0][dn][1]);
-            *reinterpret_cast<float2 *>(myO + (g + 8) * ES + col) = make_float2(o[0][dn][2], o[0][dn][3]);
-        }
-        if (t4 == 0) {
-            sEpiM[warp * 16 + g] = m[0];
-            sEpiM[warp * 16 + g + 8] = m[1];
-            sEpiD[warp * 16 + g] = dsum[0];
-            sEpiD[warp * 16 + g + 8] = dsum[1];
-        }
-    }
-    swa_named_sync(1, CONSUMERS);
-
-    for (int idx = tid; idx < ROWS * CHUNKS; idx += CONSUMERS) {
-        int row = idx / CHUNKS, c = idx % CHUNKS;
-        float mmax = fmaxf(-CUDART_INF_F, sEpiM[row]);
-        float acc[8];
-        const float *src = sEpiO + row * ES + c * 8;
-#pragma unroll
-        for (int e = 0; e < 8; e++) acc[e] = src[e];
-        swa_finish_chunk(prob, row, c, acc, mmax, sEpiD[row]);
-    }
+    swa_wg_epilogue<D, ROWS, CHUNKS, ES>(prob, sEpiO, o, m, dsum, warp, g, t4, tid, CONSUMERS,
+                                         [] { swa_named_sync(1, CONSUMERS); });
 #else
     (void)prob;
     (void)smem_raw;

@@ -16,12 +16,12 @@
  * Returns 0, 3 on a CUDA or check failure, 77 without a device, 2 on usage.
  *
  * Measured on one H200 (2026-12-01, medians of 30, fp16, page 16, NHD;
- * reports/gpu/h200/strides-2026-12-01/):
- *   decode_fa2   b64 x kv4096 32/8 hd128        3.94-3.98 TB/s (93% of the 4.25-4.28 copy)
- *   decode_aiter same shape                      3.18-3.21 TB/s
- *   decode_fa2   window_left 1023 over kv 4096   3.38-3.42 TB/s of window bytes
- *   prefill      causal 8192, 32/8 hd128          272-273 TFLOP/s wgmma, 266-267 wgmma-ws, 229-230 mma.sync
- *   prefill      causal, window 1023, 8192        214-215 TFLOP/s wgmma, 217 wgmma-ws, 183-184 mma.sync */
+ * reports/gpu/h200/divmod-2026-12-01/):
+ *   decode_fa2   b64 x kv4096 32/8 hd128        4.10-4.16 TB/s (97% of the 4.28 copy)
+ *   decode_aiter same shape                      3.63 TB/s
+ *   decode_fa2   window_left 1023 over kv 4096   3.59 TB/s of window bytes
+ *   prefill      causal 8192, 32/8 hd128          384 TFLOP/s wgmma-ws, 308 wgmma, 284 mma.sync
+ *   prefill      causal, window 1023, 8192        280 TFLOP/s wgmma-ws, 236 wgmma, 218 mma.sync */
 #include "backends/cuda/bench_cuda.h"
 #include "backends/cuda/cuda_internal.cuh"
 #include "backends/backend.h"

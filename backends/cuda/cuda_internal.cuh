@@ -55,7 +55,6 @@ typedef struct swa_cuda_prefill_params {
     int window_left, run_window_left, mutant;
     int window_right, chunk_size;    /* R (-1 unbounded, 0 when causal), C (0 off) */
     int sub_tiles;                   /* CTAs per work item: cta_tile_q / rows per CTA */
-    int page_shift;                  /* log2(page_size) when a power of two, else -1 (set by the launcher) */
     bool causal, mask_window, split_kv, ragged, nhd;
     float sm_scale, soft_cap;
 } swa_cuda_prefill_params;
@@ -73,7 +72,6 @@ typedef struct swa_cuda_fa2_params {
     int kv_chunk_size, window_left, mutant;
     int chunk_size;                  /* chunked local attention: C (0 off) */
     int row_blocks;                  /* ceil(group_size / 16) */
-    int page_shift;                  /* log2(page_size) when a power of two, else -1 (set by the launcher) */
     bool split_kv, nhd;
     float sm_scale, soft_cap;
     /* mutant OOB_WRITE: oob_bytes of oob_value at oob_at (just past out) */
@@ -90,7 +88,6 @@ typedef struct swa_cuda_aiter_params {
     int num_seqs, num_qo_heads, num_kv_heads, group_size, block_size, num_pages;
     int max_blocks_per_seq, partition_size, max_num_partitions, sliding_window, mutant;
     int row_blocks;
-    int page_shift;                  /* log2(block_size) when a power of two, else -1 (set by the launcher) */
     bool nhd;
     float scale, soft_cap;
 } swa_cuda_aiter_params;
@@ -105,24 +102,14 @@ swa_status swa_cuda_fa2_launch(const swa_cuda_fa2_params *p, swa_dtype dtype, in
 swa_status swa_cuda_aiter_launch(const swa_cuda_aiter_params *p, swa_dtype dtype, int head_dim,
                                  cudaStream_t stream, swa_error *err);
 
-/* log2(n) when n is a power of two, else -1: the kernels divide token
- * indices by the page size with a shift then. */
-static inline int swa_cuda_pow2_shift(int n)
-{
-    if (n <= 0 || (n & (n - 1))) return -1;
-    int s = 0;
-    while ((1 << s) < n) s++;
-    return s;
-}
-
 /* Kernel configuration knobs (defaults chosen from H200 measurements;
  * the benchmark flips them to compare variants).  0 = default. */
 typedef struct swa_cuda_tuning {
     int prefill_rows_per_warp; /* 128-row tiles: 16 (two 64-row CTAs) or 32 (one CTA, two m-tiles per warp) */
     int decode_warps;          /* warps splitting each decode KV tile: 4 (64 keys) or 2 (32 keys) */
-    int prefill_engine;        /* 1 (default) Hopper wgmma where it applies (sm_90a image, head_dim <= 128,
-                                  64/128-row tiles), mma.sync elsewhere; 0 mma.sync everywhere; 2 the
-                                  warp-specialised wgmma engine */
+    int prefill_engine;        /* Hopper (sm_90a image, head_dim <= 128, 64/128-row tiles): 2 (default) the
+                                  warp-specialised wgmma engine, 1 the serial wgmma engine; mma.sync
+                                  elsewhere; 0 mma.sync everywhere */
     int prefill_ws_variant;    /* bench sweep of the warp-specialised engine (fp16, head_dim 128, 128-row
                                   tiles only): 0 the default (a 5-stage ring, each tile signalled 1 tile
                                   late), 1 a 4-stage ring, 2 the default with ping-pong */
@@ -135,7 +122,7 @@ extern "C" void SWA_DEV_SYM(set_prefill_engine)(int engine); /* 0 mma.sync, 1 wg
  * run (until set_prefill_engine is called); another value is an error
  * naming the variable.  Read at every prefill launch. */
 swa_status swa_cuda_prefill_engine_from_env(swa_error *err);
-/* prefill.cu: 1 when prefill_engine = 1 would run the wgmma kernel on this
+/* prefill.cu: 1 when prefill_engine 1 or 2 would run a wgmma kernel on this
  * device (the loaded image is sm_90a; asks the device once), and how many
  * times the launcher has dispatched to it in this process. */
 extern "C" int SWA_DEV_SYM(prefill_wgmma_available)(void);

@@ -63,7 +63,7 @@ template <int D, bool MUT> struct swa_aiter_prob {
         if (!quirk && kv_end <= window_lo) kv_end = kv_begin;
         blocks = p.block_tables + (long long)s * p.max_blocks_per_seq;
         num_blocks = (ctx + p.block_size - 1) / p.block_size;
-        swa_set_strides();
+        addr.paged<D>(p.block_size, p.num_kv_heads, kvh, p.nhd);
         return true;
     }
 
@@ -91,23 +91,11 @@ template <int D, bool MUT> struct swa_aiter_prob {
     __device__ int lookup(int t) const
     {
         int entry = MUT ? swa_page_entry(0, num_blocks, t, p.block_size, m)
-                        : swa_page_div(t, p.block_size, p.page_shift);
+                        : addr.page_of(t);
         return blocks[entry];
     }
-    /* element offset of key t in page `page`: strides set once in
-     * init() (swa_set_strides), as the prefill kernels do */
-    long long pg_stride, slot_stride, head_off;
-    __device__ void swa_set_strides()
-    {
-        const bool nhd = p.nhd;
-        pg_stride = (long long)p.block_size * p.num_kv_heads * D;
-        slot_stride = nhd ? (long long)p.num_kv_heads * D : (long long)D;
-        head_off = nhd ? (long long)kvh * D : (long long)kvh * p.block_size * D;
-    }
-    __device__ long long offset(int page, int t) const
-    {
-        return page * pg_stride + swa_page_mod(t, p.block_size, p.page_shift) * slot_stride + head_off;
-    }
+    swa_kv_addr addr; /* set in init(): the page size's division and the strides */
+    __device__ long long offset(int page, int t) const { return addr.offset(page, t); }
 
     __device__ void write_row(int local, int c, const float (&o)[8], float mx, float d) const
     {
@@ -188,7 +176,6 @@ static swa_status swa_aiter_launch_cfg(const swa_cuda_aiter_params *pp, cudaStre
     constexpr int D = Cfg::D;
     swa_cuda_aiter_params p = *pp;
     p.row_blocks = (p.group_size + 15) / 16;
-    p.page_shift = swa_cuda_pow2_shift(p.block_size);
     if (p.num_seqs <= 0) return SWA_OK;
     if (p.max_num_partitions > 0) {
         auto kernel = swa_aiter_kernel<Cfg, T, MUT>;

@@ -11,14 +11,14 @@
  * last row (plus window_right for a non-causal band); the per-element
  * window / right-bound / chunk mask only when plan->mask_window.
  *
- * Engines: the mma.sync engine (attn_engine.cuh) by default; with the
- * tuning knob prefill_engine = 1 (swa_cuda_set_prefill_engine) the Hopper
- * wgmma engine (attn_engine_sm90.cuh) runs the 64- and 128-row tiles of
- * head_dim 64/128 (one CTA of 1 or 2 warpgroups per tile), when this
- * binary's image for the device was compiled for sm_90a (asked once from
- * the device: swa_prefill_wgmma_built); everything else stays on mma.sync.
- * prefill_engine = 2 runs the same tiles on the warp-specialised wgmma
- * engine (swa_attn_engine_wgmma_ws: one producer warpgroup more per CTA).
+ * Engines: on a compute capability 9.0 GPU with this binary's image
+ * compiled for sm_90a (asked once from the device: swa_prefill_wgmma_built),
+ * the 64- and 128-row tiles of head_dim 64/128 run on the warp-specialised
+ * wgmma engine (attn_engine_sm90.cuh, swa_attn_engine_wgmma_ws: a producer
+ * warpgroup and 1 or 2 consumer warpgroups per tile; tuning knob
+ * prefill_engine = 2, the default), or on the serial wgmma engine
+ * (prefill_engine = 1); everything else, and prefill_engine = 0, runs on
+ * the mma.sync engine (attn_engine.cuh).
  *
  * Test: tests/gpu_test_kernels.c (prefill paged/ragged, split, GQA, windows;
  * gpu_variants runs them again on both wgmma engines). */
@@ -41,16 +41,8 @@ template <int D, bool MUT> struct swa_prefill_prob {
     static constexpr bool FA_STYLE_MUTANTS = true; /* engine: edge-tile and finite-sentinel mutants live here */
     int kv_begin, kv_end;
     int r, chunk, kvh, qo_len, kv_len, row_base, row_limit, q_row0;
-    long long ragged_base; /* ragged: element offset of (token 0 of the request, kv head) */
     const int *pages;      /* paged: the request's entries of page_indices */
-    /* element offset of key t = page * pg_stride + slot * slot_stride + head_off
-     * (ragged: page = t, slot_stride 0), set once in init(): the loads of
-     * every tile then pay two multiply-adds per row instead of a 64-bit
-     * product chain and three layout branches (on an H200 the address
-     * arithmetic was about a third of the wgmma engine's instructions).
-     * 64-bit strides: a page of 65536 slots x 1024 heads x 256 dims is
-     * 2^34 elements. */
-    long long head_off, pg_stride, slot_stride;
+    swa_kv_addr addr; /* set in init(): the page size's division and the strides */
 
     __device__ swa_prefill_prob(const swa_cuda_prefill_params &prm) : p(prm)
     {
@@ -92,21 +84,11 @@ template <int D, bool MUT> struct swa_prefill_prob {
         kv_end = swa_prefill_kv_end(chunk_end, p_last, p.causal, p.window_right, m);
 
         if (p.ragged) {
-            ragged_base = ((long long)p.kv_indptr[r] * p.num_kv_heads + kvh) * D;
-            pg_stride = (long long)p.num_kv_heads * D;
-            slot_stride = 0;
-            head_off = ragged_base;
+            /* from (token 0 of the request, kv head) */
+            addr.ragged<D>(((long long)p.kv_indptr[r] * p.num_kv_heads + kvh) * D, p.num_kv_heads);
         } else {
             pages = p.page_indices + p.page_indptr[r];
-            if (p.nhd) { /* [page][slot][head][D] */
-                pg_stride = (long long)p.page_size * p.num_kv_heads * D;
-                slot_stride = (long long)p.num_kv_heads * D;
-                head_off = (long long)kvh * D;
-            } else { /* [page][head][slot][D] */
-                pg_stride = (long long)p.num_kv_heads * p.page_size * D;
-                slot_stride = D;
-                head_off = (long long)kvh * p.page_size * D;
-            }
+            addr.paged<D>(p.page_size, p.num_kv_heads, kvh, p.nhd);
         }
         return true;
     }
@@ -140,13 +122,9 @@ template <int D, bool MUT> struct swa_prefill_prob {
     /* page id of key t (ragged: t itself) */
     __device__ int lookup(int t) const
     {
-        return p.ragged ? t : pages[swa_page_div(t, p.page_size, p.page_shift)];
+        return p.ragged ? t : pages[addr.page_of(t)];
     }
-    __device__ long long offset(int page, int t) const
-    {
-        const int slot = p.ragged ? 0 : swa_page_mod(t, p.page_size, p.page_shift);
-        return page * pg_stride + slot * slot_stride + head_off;
-    }
+    __device__ long long offset(int page, int t) const { return addr.offset(page, t); }
 
     template <typename T> __device__ void write_row(int local, int c, const float (&o)[8], float mx, float d) const
     {
@@ -283,7 +261,6 @@ static swa_status swa_prefill_launch_cfg(const swa_cuda_prefill_params *pp, int 
     swa_cuda_prefill_params p = *pp;
     if (!write_lse) p.lse = NULL;
     p.sub_tiles = p.cta_tile_q > Cfg::ROWS ? p.cta_tile_q / Cfg::ROWS : 1;
-    p.page_shift = swa_cuda_pow2_shift(p.page_size);
     if (num_work > 0) {
         void (*kernel)(const swa_cuda_prefill_params);
 #if SWA_TENSOR_CORE_ENGINE
