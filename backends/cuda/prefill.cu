@@ -272,7 +272,7 @@ static swa_status swa_prefill_launch_cfg(const swa_cuda_prefill_params *pp, int 
             if constexpr (Cfg::WG == 2) {
                 /* setmaxnreg moves registers from the producer to the
                  * consumers inside the CTA's allocation: the launch must get
-                 * at least (128 x 40 + 256 x 232) / 384 = 168 per thread, or
+                 * at least (128 x 56 + 256 x 224) / 384 = 168 per thread, or
                  * the consumers' increase never completes (a hang) */
                 static int regs = -1;
                 if (regs < 0) {
