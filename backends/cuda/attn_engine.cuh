@@ -418,27 +418,39 @@ __device__ __forceinline__ void swa_pv_fma(float (&o)[Cfg::MT][Cfg::D / 8][4],
  * Pieces both engines (this one and the wgmma engine of attn_engine_sm90.cuh)
  * run, so that a kernel-level mutant hook lives in one place. */
 
-/* The cp.async fill of one ring stage: thread tid loads 16-byte chunk
- * tid % CHUNKS of keys tid / CHUNKS + it * (THREADS / CHUNKS) of the tile;
- * the page-table reads of a tile are issued a tile ahead (lookup), the
- * copies (issue) zero-fill keys past the KV range.  Where (key row j,
- * chunk c) lives in a stage is the engine's layout: dst(j, c) -> byte
- * offset. */
+/* The cp.async fill of one ring stage.  TPK = 8 threads share a key row
+ * (fewer for short rows, more where the threads outnumber the keys): thread
+ * tid takes keys tid / TPK + k * (THREADS / TPK) of the tile and, of each,
+ * the 16-byte chunks h, h + TPK, .. with h = tid % TPK, so the TPK lanes of
+ * a key copy one whole 128-byte line per instruction (a warp: 4 lines, as
+ * coalesced as 16 lanes per row) with one page-table read and one address
+ * per key and thread.  (Each thread used to take one chunk of 8 keys: 8
+ * page-table reads and 8 64-bit address chains per tile and thread.)  The
+ * page-table reads of a tile are issued a tile ahead (lookup); the copies
+ * (issue) zero-fill keys past the KV range.  Where (key row j, chunk c)
+ * lives in a stage is the engine's layout: dst(j, c) -> byte offset. */
 template <int TK, int THREADS, int CHUNKS> struct swa_ring_loads {
-    static constexpr int LOADS = TK * CHUNKS / THREADS, STEP = THREADS / CHUNKS;
-    const int ld_c, ld_j0, kv_begin, kv_end, num_tiles;
-    int looked[LOADS];
+    static constexpr int TPK = (THREADS / TK > (CHUNKS < 8 ? CHUNKS : 8)) ? THREADS / TK
+                               : (CHUNKS < 8 ? CHUNKS : 8); /* threads per key row */
+    static constexpr int STEP = THREADS / TPK;                   /* keys per pass */
+    static constexpr int KEYS = TK / STEP;                       /* keys per thread */
+    static constexpr int CPT = CHUNKS / TPK;                     /* chunks per thread and key */
+    static constexpr int LOADS = KEYS * CPT;                     /* K (and V) chunks per thread */
+    static_assert(THREADS % TPK == 0 && TK % STEP == 0 && CHUNKS % TPK == 0 && CPT >= 1,
+                  "ring loads: the tile must split evenly over the threads");
+    const int ld_h, ld_j0, kv_begin, kv_end, num_tiles;
+    int looked[KEYS];
     __device__ swa_ring_loads(int tid, int begin, int end, int tiles)
-        : ld_c(tid % CHUNKS), ld_j0(tid / CHUNKS), kv_begin(begin), kv_end(end), num_tiles(tiles)
+        : ld_h(tid % TPK), ld_j0(tid / TPK), kv_begin(begin), kv_end(end), num_tiles(tiles)
     {
     }
     template <class Prob> __device__ __forceinline__ void lookup(const Prob &prob, int tile)
     {
         const int t0 = kv_begin + tile * TK + ld_j0;
 #pragma unroll
-        for (int it = 0; it < LOADS; it++) {
-            int t = t0 + it * STEP;
-            looked[it] = (tile < num_tiles && t < kv_end) ? prob.lookup(t) : -1;
+        for (int k = 0; k < KEYS; k++) {
+            int t = t0 + k * STEP;
+            looked[k] = (tile < num_tiles && t < kv_end) ? prob.lookup(t) : -1;
         }
     }
     template <class Prob, typename T, class Dst>
@@ -447,13 +459,17 @@ template <int TK, int THREADS, int CHUNKS> struct swa_ring_loads {
     {
         const int t0 = kv_begin + tile * TK + ld_j0;
 #pragma unroll
-        for (int it = 0; it < LOADS; it++) {
-            int j = ld_j0 + it * STEP, t = t0 + it * STEP;
-            bool valid = looked[it] >= 0;
-            long long off = valid ? prob.offset(looked[it], t) + ld_c * 8 : 0;
-            uint32_t b = dst(j, ld_c);
-            swa_cp_async16(sK + b, kg + off, valid);
-            swa_cp_async16(sV + b, vg + off, valid);
+        for (int k = 0; k < KEYS; k++) {
+            const int j = ld_j0 + k * STEP, t = t0 + k * STEP;
+            const bool valid = looked[k] >= 0;
+            const long long off = valid ? prob.offset(looked[k], t) + ld_h * 8 : 0;
+            const T *srcK = kg + off, *srcV = vg + off;
+#pragma unroll
+            for (int i = 0; i < CPT; i++) {
+                const uint32_t b = dst(j, i * TPK + ld_h);
+                swa_cp_async16(sK + b, srcK + i * TPK * 8, valid);
+                swa_cp_async16(sV + b, srcV + i * TPK * 8, valid);
+            }
         }
     }
 };

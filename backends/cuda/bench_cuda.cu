@@ -526,6 +526,7 @@ static const bench_shape bench_shapes[] = {
     {"sweep decode_fa2 b64 kv4096 p16 HND [2 warps]", FA2_B64, -1, true, "(sweep)", 0, 32, 2, true, true},
     {"sweep decode_fa2 b64 kv4096 p64 NHD [2 warps]", FA2_B64_P64, -1, true, "(sweep)", 0, 32, 2, false, true},
     {"sweep decode_aiter b64 kv4096 p16 HND [2 warps]", AIT_B64, -1, true, "(sweep)", 0, 32, 2, true, true},
+    {"sweep decode_fa2 L1023 b64 kv4096 [4 warps]", FA2_B64, 1023, true, "(sweep)", 0, 32, 4, false, true},
     /* the warp-specialised engine's variants (2026-12-01, one H200, causal 8192: ring of 4
      * stages signalled 2 tiles late 208 TFLOP/s, 4/1 250, 5/2 248, 5/1 247, 5/1 with
      * ping-pong 247; 128-key tiles 253, with ping-pong 252, 2 stages 211; the serial wgmma
