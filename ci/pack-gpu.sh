@@ -10,7 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-carry/gpu}
-ci/build.sh build-gpu -DSWADIFF_CUDA=ON -DSWADIFF_HIP=OFF
+# the architecture explicitly: a build-gpu/ configured earlier keeps its cached value otherwise
+ci/build.sh build-gpu -DSWADIFF_CUDA=ON -DSWADIFF_HIP=OFF -DSWADIFF_CUDA_ARCHITECTURES="${SWADIFF_CUDA_ARCHITECTURES:-90a}"
 stage=$(mktemp -d)
 bins=(build-gpu/swadiff)
 [ -x build-gpu/tests/gpu_test_kernels ] && bins+=(build-gpu/tests/gpu_test_kernels)

@@ -261,6 +261,8 @@ void swa_cuda_set_tuning(int prefill_rows_per_warp, int decode_warps); /* cuda_c
 void swa_cuda_set_prefill_engine(int engine);                          /* cuda_common.cu */
 int swa_cuda_prefill_wgmma_available(void);                            /* prefill.cu */
 long swa_cuda_prefill_wgmma_launches(void);                            /* prefill.cu */
+long swa_cuda_prefill_tma_launches(void);                              /* prefill.cu */
+void swa_cuda_set_prefill_kv_loads(int kv_loads);                      /* cuda_common.cu */
 
 /* The mma.sync prefill engine on a GPU where the default is wgmma
  * (elsewhere it is the default and the tests above ran it): every prefill
@@ -309,7 +311,24 @@ static const gpu_shape prefill_wgmma_shapes[] = {
     {"wg soft cap 2 hd64 64-row", 1, {40}, {100}, 4, 4, 64, 16, 16, FP16, NHD, PAGED, false, 2},
     {"wg hd128 64-row window 10", 2, {50, 40}, {80, 40}, 4, 4, 128, 16, 10, BF16},
     {"wg mistral-like 32/8 L4096", 1, {300}, {5000}, 32, 8, 128, 16, 4096, FP16},
+    /* page sizes the TMA boxes take besides 16 (8, 32, 64, above 64), NHD and HND, partial last tiles */
+    {"wg TMA page 64 HND L200", 2, {180, 70}, {700, 333}, 8, 2, 128, 64, 200, BF16, HND},
+    {"wg TMA page 128 G4 causal", 1, {256}, {1100}, 16, 4, 128, 128, -1, FP16},
+    {"wg TMA page 8 hd64 L63", 2, {100, 77}, {300, 200}, 4, 2, 64, 8, 63, FP16},
+    {"wg TMA page 32 HND split L500", 1, {48}, {3500}, 8, 2, 128, 32, 500, BF16, HND},
 };
+
+/* Whether the warp-specialised engine loads (some of) a shape's K/V tiles
+ * by TMA: ragged, or pages of 8, 16, 32 or a multiple of 64 keys, and a
+ * whole 64-key tile in some CTA's KV range (every shape above with a
+ * request of 64 keys or more has one). */
+static bool shape_takes_tma(const gpu_shape *t)
+{
+    int ps = t->page_size, max_kv = 0;
+    for (int i = 0; i < t->num_requests; i++) max_kv = t->kv_len[i] > max_kv ? t->kv_len[i] : max_kv;
+    bool boxes = t->kv_mode == RAGGED || ps % 64 == 0 || ps == 8 || ps == 16 || ps == 32;
+    return boxes && max_kv >= 64;
+}
 
 /* Turns the wgmma engine on: skipped on a GPU that is not compute
  * capability 9.0 (sm_90a code runs there only); on one that is, the build
@@ -333,26 +352,51 @@ static void wgmma_engine_on_as(int engine)
 static void wgmma_engine_on(void) { wgmma_engine_on_as(1); }
 static void wgmma_ws_engine_on(void) { wgmma_engine_on_as(2); }
 
-static void run_wgmma_shapes(void)
+/* tma: 1 the warp-specialised engine must load the K/V tiles of the shapes
+ * that allow it by TMA, 0 none may (the serial engine, or the gather
+ * asked for), -1 either (the default) */
+static void run_wgmma_shapes(int tma)
 {
     for (size_t n = 0; n < N_ELEMS(prefill_wgmma_shapes); n++) {
-        long before = swa_cuda_prefill_wgmma_launches();
-        check_shape(&prefill_wgmma_shapes[n], &swa_backend_prefill, false, 0);
+        const gpu_shape *t = &prefill_wgmma_shapes[n];
+        long before = swa_cuda_prefill_wgmma_launches(), tma_before = swa_cuda_prefill_tma_launches();
+        check_shape(t, &swa_backend_prefill, false, 0);
         cr_expect_eq(swa_cuda_prefill_wgmma_launches() - before, 1, "%s: the prefill run did not use the wgmma kernel",
-                     prefill_wgmma_shapes[n].name);
+                     t->name);
+        long want = tma == 1 && shape_takes_tma(t) ? 1 : 0;
+        if (tma >= 0)
+            cr_expect_eq(swa_cuda_prefill_tma_launches() - tma_before, want, "%s: %s K/V loads by TMA", t->name,
+                         want ? "expected" : "unexpected");
     }
 }
 
 Test(gpu_variants, prefill_wgmma_engine)
 {
     wgmma_engine_on();
-    run_wgmma_shapes();
+    run_wgmma_shapes(0);
 }
 
+/* the warp-specialised engine with its default K/V loads, with the
+ * cp.async gather asked for, and with TMA boxes asked for (every shape
+ * whose page size allows them must take them) */
 Test(gpu_variants, prefill_wgmma_ws_engine)
 {
     wgmma_ws_engine_on();
-    run_wgmma_shapes();
+    run_wgmma_shapes(-1);
+}
+
+Test(gpu_variants, prefill_wgmma_ws_engine_cp_async_loads)
+{
+    wgmma_ws_engine_on();
+    swa_cuda_set_prefill_kv_loads(1);
+    run_wgmma_shapes(0);
+}
+
+Test(gpu_variants, prefill_wgmma_ws_engine_tma_loads)
+{
+    wgmma_ws_engine_on();
+    swa_cuda_set_prefill_kv_loads(2);
+    run_wgmma_shapes(1);
 }
 
 /* The common prefill shapes with the knob on: 16-row tiles and head_dim 256

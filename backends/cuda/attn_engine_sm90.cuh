@@ -31,10 +31,11 @@
  * This serial engine waits for every wgmma batch (wait_group 0) before
  * its result is used and has no TMA (the paged K/V rows are gathered by
  * cp.async).  swa_attn_engine_wgmma_ws below is the warp-specialised
- * variant (a producer warpgroup, mbarriers, softmax overlapped with P V,
- * optional ping-pong), the default on Hopper: on an H200, causal 8192 384
- * vs 308 TFLOP/s, window 1023 280 vs 236 (before the address arithmetic
- * was cut, swa_kv_addr, it was at parity: 267 vs 273).
+ * variant (a producer warpgroup loading whole tiles by TMA, mbarriers,
+ * softmax overlapped with P V, optional ping-pong), the default on
+ * Hopper: on an H200, causal 8192 384 vs 308 TFLOP/s, window 1023 280 vs
+ * 236, both with cp.async loads (before the address arithmetic was cut,
+ * swa_kv_addr, it was at parity: 267 vs 273).
  *
  * Shared memory (base aligned to 1024 bytes by hand; the swizzle pattern
  * repeats every 1024 bytes and the descriptors' base offset is 0):
@@ -97,6 +98,7 @@
 #include "backends/cuda/attn_engine.cuh"
 
 #if SWA_TENSOR_CORE_ENGINE
+#include <cuda.h> /* CUtensorMap (the type; prefill.cu encodes it through the runtime's driver entry point) */
 
 /* 1 in the device pass for sm_90a (wgmma exists there and nowhere else) */
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -170,6 +172,24 @@ template <int D_, int WG_, int STAGES_ = 5, int LAG_ = 1, bool PINGPONG_ = false
     static_assert(SMEM_BYTES <= 227 * 1024, "wgmma engine: shared memory over the sm_90 limit");
 };
 
+/* The warp-specialised engine's TMA view of the K and V caches (a kernel
+ * parameter, __grid_constant__): two 4-D tensor maps over the whole pool,
+ * 128-byte swizzle, boxes of 64 dims x `rows` keys of one kv head, so a
+ * box lands in shared memory exactly as the cp.async gather writes a
+ * 128-byte-swizzled [rows][64] block (swa_sw128_off).  Paged NHD [page]
+ * [slot][head][D]: dims (D, heads, page_size, pages), coordinates (dim,
+ * head, slot, page); HND [page][head][slot][D]: (D, page_size, heads,
+ * pages), (dim, slot, head, page); ragged [row][head][D]: (D, heads, rows,
+ * 1), (dim, head, row, 0) with 64-key boxes.  rows = 0: no TMA (the page
+ * size is not 8, 16, 32 or a multiple of 64, the knob says cp.async, or
+ * the driver refused the map), every tile is gathered by cp.async.
+ * prefill.cu (swa_prefill_tma_encode) builds it. */
+struct swa_tma_kv {
+    CUtensorMap k, v;
+    int rows; /* keys per box (8, 16, 32 or 64: divides the 64-key tile and the page size); 0 = no TMA */
+    int hnd;  /* 1: coordinates (dim, slot, head, page); 0: (dim, head, slot, page) */
+};
+
 /* Byte offset of (row, 16-byte chunk) in a [ROWS x D] matrix stored as
  * D/64 blocks of [ROWS][64] elements with the 128-byte swizzle. */
 template <int ROWS> __device__ __forceinline__ uint32_t swa_sw128_off(int row, int chunk)
@@ -223,6 +243,26 @@ __device__ __forceinline__ void swa_mbar_wait(uint32_t bar, uint32_t parity)
                      : "r"(bar), "r"(parity)
                      : "memory");
     } while (!done);
+}
+/* Arrive and add `bytes` to the transaction count the phase waits for (the
+ * TMA copies below complete them). */
+__device__ __forceinline__ void swa_mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+/* One TMA box of a 4-D tensor map -> shared memory at dst, completing its
+ * bytes on the mbarrier bar (the map: a __grid_constant__ parameter). */
+__device__ __forceinline__ void swa_tma_load_4d(uint32_t dst, const CUtensorMap *map, int c0, int c1, int c2, int c3,
+                                                uint32_t bar)
+{
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
+                 "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+                 : "memory");
+}
+__device__ __forceinline__ void swa_tma_prefetch_map(const CUtensorMap *map)
+{
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
 /* Named barrier `id` over `count` threads (whole warps): wait, or arrive
  * without waiting. */
@@ -578,13 +618,22 @@ __device__ __forceinline__ void swa_attn_engine_wgmma(Prob &prob, unsigned char 
  * role and the two products overlapped with the softmax.
  *
  *  - The producer warpgroup (the last, 128 threads; setmaxnreg down to
- *    Cfg::PRODUCER_REGS = 56 registers when there are two consumers) fills the ring: for tile t it
- *    waits for empty[t % STAGES] (every consumer warp done with the tile
- *    that was there), looks the pages up and issues the cp.async copies
- *    (zero-filled invalid keys, as the other engines), and once tile t's
- *    copies have landed (wait_group LAG, LAG tiles later) makes them
- *    visible to the async proxy (fence.proxy.async) and arrives on
- *    full[t % STAGES].
+ *    Cfg::PRODUCER_REGS = 56 registers when there are two consumers) fills
+ *    the ring: for tile t it waits for empty[t % STAGES] (every consumer
+ *    warp done with the tile that was there), then
+ *    - by TMA (swa_tma_kv: a whole tile whose boxes stay in one page):
+ *      one thread announces the stage's bytes on full[t % STAGES]
+ *      (arrive.expect_tx) and issues the boxes (D/64 x 64/R per matrix, R
+ *      keys each), the others arrive at once; the phase completes when
+ *      the bytes have landed;
+ *    - or by the cp.async gather (the last, partial tile, whose keys past
+ *      the KV range are zero-filled as in the other engines; every tile
+ *      where no map applies): all 128 threads look the pages up and issue
+ *      the copies, and once tile t's copies have landed (wait_group LAG,
+ *      LAG tiles later) make them visible to the async proxy
+ *      (fence.proxy.async) and arrive on full[t % STAGES].
+ *    H200, causal 8192, page 16: see the bench's "[wgmma-ws cp.async]"
+ *    sweep rows for the gather against the boxes.
  *  - Each consumer warpgroup (64 query rows; setmaxnreg up to
  *    Cfg::CONSUMER_REGS = 224) loads
  *    its own Q rows, then per tile j: waits for full[j], issues S = Q K_j^T
@@ -600,9 +649,10 @@ __device__ __forceinline__ void swa_attn_engine_wgmma(Prob &prob, unsigned char 
  *    products occupy the tensor cores, as far as the ring allows.
  *  - Epilogue: the consumers only (named barrier 1), as the serial engine's.
  *
- * Ordering: full[] makes the producer's copies (fenced to the async proxy
- * by the thread that made them) visible to the consumer's wgmma reads
- * (release by mbarrier.arrive, acquire by try_wait); empty[] is arrived on
+ * Ordering: full[] makes the producer's copies (the TMA boxes through
+ * their complete_tx; cp.async copies fenced to the async proxy by the
+ * thread that made them) visible to the consumer's wgmma reads (release
+ * by mbarrier.arrive, acquire by try_wait); empty[] is arrived on
  * after wgmma.wait_group, when the warp's reads of the stage are done.
  * Phases: tile t is the (t / STAGES)-th use of its stage, so full is
  * waited on with parity (t / STAGES) & 1 and empty, for t >= STAGES, with
@@ -611,7 +661,7 @@ __device__ __forceinline__ void swa_attn_engine_wgmma(Prob &prob, unsigned char 
  * consumers release tile j - 2 before they wait for tile j, so LAG <=
  * STAGES - 2 cannot deadlock (static_assert in swa_wgmma_ws_cfg). */
 template <class Cfg, typename T, class Prob>
-__device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned char *smem_raw)
+__device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned char *smem_raw, const swa_tma_kv &tma)
 {
 #if SWA_WGMMA_DEVICE
     constexpr int D = Cfg::D, NT = Cfg::NT, TK = Cfg::TK, ROWS = Cfg::ROWS, WG = Cfg::WG;
@@ -646,18 +696,59 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned ch
     if (wgi == WG) {
         /* ---- producer ---- */
         if constexpr (WG == 2) swa_setmaxnreg_dec<Cfg::PRODUCER_REGS>();
-        swa_ring_loads<TK, Cfg::PRODUCERS, CHUNKS> loads(tid - CONSUMERS, kv_begin, kv_end, num_tiles);
+        const int ptid = tid - CONSUMERS, R = tma.rows;
+        /* tile t by TMA: a whole tile (no key past the KV range to zero-fill)
+         * whose boxes each stay in one page (the first key a multiple of the
+         * box); the rest (the last, partial tile; every tile without a map)
+         * by the cp.async gather */
+        auto by_tma = [&](int t) {
+            const int key0 = kv_begin + t * TK;
+            return R > 0 && t < num_tiles && key0 + TK <= kv_end && key0 % R == 0;
+        };
+        if (R > 0 && ptid == 0) {
+            swa_tma_prefetch_map(&tma.k);
+            swa_tma_prefetch_map(&tma.v);
+        }
+        swa_ring_loads<TK, Cfg::PRODUCERS, CHUNKS> loads(ptid, kv_begin, kv_end, num_tiles);
         static_assert(decltype(loads)::LOADS == Cfg::LOADS, "ring loads per thread");
-        loads.lookup(prob, 0);
+        if (!by_tma(0)) loads.lookup(prob, 0);
         for (int t = 0; t < num_tiles; t++) {
             const int st = t % STAGES;
             if (t >= STAGES) swa_mbar_wait(bar_empty + st * 8, (uint32_t)((t / STAGES - 1) & 1));
             unsigned char *sK = sRing + st * Cfg::STAGE_BYTES;
-            loads.issue(prob, kg, vg, sK, sK + Cfg::TILE_BYTES, t,
-                        [](int j, int c) { return swa_sw128_off<TK>(j, c); });
-            swa_cp_async_commit();
-            loads.lookup(prob, t + 1); /* the next tile's pages, while these copies fly */
-            if (t >= LAG) {
+            if (by_tma(t)) {
+                /* one thread announces the stage's bytes on full[st] and
+                 * issues the boxes (D/64 per R keys, of K and of V); the
+                 * others arrive at once (the phase completes when the bytes
+                 * have landed).  Measured on an H200 against boxes issued by
+                 * 4 threads with the page-table reads a tile ahead: the same
+                 * (313 vs 312 TFLOP/s causal 8192), both below the gather */
+                const uint32_t bar = bar_full + st * 8;
+                if (ptid == 0) {
+                    swa_mbar_arrive_expect_tx(bar, (uint32_t)Cfg::STAGE_BYTES);
+                    const uint32_t k_addr = swa_smem_addr(sK), v_addr = k_addr + (uint32_t)Cfg::TILE_BYTES;
+                    const int key0 = kv_begin + t * TK;
+                    for (int j = 0; j < TK; j += R) {
+                        int page, slot;
+                        prob.tma_page_slot(key0 + j, page, slot);
+                        const int c1 = tma.hnd ? slot : prob.kvh, c2 = tma.hnd ? prob.kvh : slot;
+#pragma unroll
+                        for (int b = 0; b < D / 64; b++) {
+                            const uint32_t off = (uint32_t)(b * TK * 128 + j * 128);
+                            swa_tma_load_4d(k_addr + off, &tma.k, b * 64, c1, c2, page, bar);
+                            swa_tma_load_4d(v_addr + off, &tma.v, b * 64, c1, c2, page, bar);
+                        }
+                    }
+                } else {
+                    swa_mbar_arrive(bar);
+                }
+            } else {
+                loads.issue(prob, kg, vg, sK, sK + Cfg::TILE_BYTES, t,
+                            [](int j, int c) { return swa_sw128_off<TK>(j, c); });
+            }
+            swa_cp_async_commit(); /* one group per tile, empty for a TMA tile */
+            if (!by_tma(t + 1)) loads.lookup(prob, t + 1); /* the next tile's pages, while these copies fly */
+            if (t >= LAG && !by_tma(t - LAG)) {
                 swa_cp_async_wait<LAG>();
                 swa_fence_proxy_async_smem();
                 swa_mbar_arrive(bar_full + ((t - LAG) % STAGES) * 8);
@@ -666,7 +757,7 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned ch
         swa_cp_async_wait<0>();
         swa_fence_proxy_async_smem();
         for (int t = num_tiles > LAG ? num_tiles - LAG : 0; t < num_tiles; t++)
-            swa_mbar_arrive(bar_full + (t % STAGES) * 8);
+            if (!by_tma(t)) swa_mbar_arrive(bar_full + (t % STAGES) * 8);
         return; /* the epilogue is the consumers' (named barrier 1) */
     }
 
@@ -790,6 +881,7 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned ch
 #else
     (void)prob;
     (void)smem_raw;
+    (void)tma;
 #endif /* SWA_WGMMA_DEVICE */
 }
 

@@ -35,7 +35,7 @@ swa_status swa_cuda_fail(swa_error *err, cudaError_t code, const char *stmt, con
  * TFLOP/s causal 8192); decode CTAs of 2 warps (fa2 3.51 vs 3.35 TB/s,
  * aiter 3.05 vs 2.64 TB/s).  A 4-deep ring for 2-warp decode was measured
  * at 1.9 TB/s and dropped. */
-swa_cuda_tuning swa_cuda_tune = {32, 2, 2, 0};
+swa_cuda_tuning swa_cuda_tune = {32, 2, 2, 0, 0};
 
 extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_warps)
 {
@@ -46,9 +46,12 @@ extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_wa
 /* Prefill engine where it applies (an sm_90a image on a compute capability
  * 9.0 GPU, head_dim <= 128, 64/128-row plan tiles; prefill.cu falls back to
  * mma.sync elsewhere): 2 (the default) the warp-specialised wgmma engine, 1
- * the serial wgmma engine, 0 mma.sync everywhere.  H200, 2026-12-01, after
- * the address changes (swa_kv_addr): causal 8192 384 / 308 / 284 TFLOP/s,
- * window 1023 280 / 236 / 218 (reports/gpu/h200/divmod-2026-12-01/). */
+ * the serial wgmma engine, 0 mma.sync everywhere.  H200, 2026-12-01, with
+ * the address changes (swa_kv_addr) and 8 threads per key row in the ring
+ * loads: causal 8192 439 / 345 / 298 TFLOP/s, window 1023 299 / 258 / 227
+ * (reports/gpu/h200/tma-2026-12-01/final/). */
+extern "C" void SWA_DEV_SYM(set_prefill_kv_loads)(int kv_loads) { swa_cuda_tune.prefill_kv_loads = kv_loads; }
+
 static bool swa_prefill_engine_set; /* by set_prefill_engine: the environment no longer applies */
 extern "C" void SWA_DEV_SYM(set_prefill_engine)(int engine)
 {

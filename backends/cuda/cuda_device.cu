@@ -393,6 +393,8 @@ swa_status swa_cuda_prefill_prepare(swa_cuda_inputs *d, const swa_prefill_plan *
     prm->page_indices = d->page_indices;
     prm->num_requests = B;
     prm->total_qo = p->qo_indptr[B];
+    prm->num_pages = d->num_pages;
+    prm->total_kv = d->total_kv;
     prm->num_qo_heads = p->num_qo_heads;
     prm->num_kv_heads = p->num_kv_heads;
     prm->group_size = p->group_size;

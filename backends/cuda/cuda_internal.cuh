@@ -50,6 +50,7 @@ typedef struct swa_cuda_prefill_params {
     const int *req_num_chunks, *req_partial_offset;
     const int *page_indptr, *page_indices;   /* FlashInfer page table (paged mode) */
     int num_requests, total_qo;
+    int num_pages, total_kv;         /* pool pages (paged) / rows (ragged): the TMA maps' extents */
     int num_qo_heads, num_kv_heads, group_size, page_size;
     int cta_tile_q, cta_tile_kv, kv_chunk_size;
     int window_left, run_window_left, mutant;
@@ -112,7 +113,11 @@ typedef struct swa_cuda_tuning {
                                   elsewhere; 0 mma.sync everywhere */
     int prefill_ws_variant;    /* bench sweep of the warp-specialised engine (fp16, head_dim 128, 128-row
                                   tiles only): 0 the default (a 5-stage ring, each tile signalled 1 tile
-                                  late), 1 a 4-stage ring, 2 the default with ping-pong */
+                                  late), 1 a 4-stage ring, 2 the default with ping-pong,
+                                  3 a 6-stage ring signalled 2 tiles late */
+    int prefill_kv_loads;      /* the warp-specialised engine's K/V loads: 0 the default (the cp.async
+                                  gather), 1 the cp.async gather, 2 TMA boxes of whole tiles where the page
+                                  size allows (8, 16, 32 or a multiple of 64; ragged), the gather elsewhere */
 } swa_cuda_tuning;
 extern swa_cuda_tuning swa_cuda_tune; /* cuda_common.cu */
 /* The same knobs for C callers (tests/gpu_test_kernels.c runs every variant). */
@@ -127,6 +132,9 @@ swa_status swa_cuda_prefill_engine_from_env(swa_error *err);
  * times the launcher has dispatched to it in this process. */
 extern "C" int SWA_DEV_SYM(prefill_wgmma_available)(void);
 extern "C" long SWA_DEV_SYM(prefill_wgmma_launches)(void);
+/* prefill.cu: launches of the warp-specialised kernel with TMA K/V loads (tests) */
+extern "C" long SWA_DEV_SYM(prefill_tma_launches)(void);
+extern "C" void SWA_DEV_SYM(set_prefill_kv_loads)(int kv_loads); /* 0 default, 1 cp.async, 2 TMA where it applies */
 
 /* Whether the kernels handle this shape (NULL) or why not. */
 const char *swa_cuda_shape_unsupported(swa_dtype dtype, int head_dim, int group_size);

@@ -30,6 +30,10 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
+#if SWA_TENSOR_CORE_ENGINE
+#include <cudaTypedefs.h> /* PFN_cuTensorMapEncodeTiled */
+#endif
 
 namespace SWA_NS {
 
@@ -125,6 +129,18 @@ template <int D, bool MUT> struct swa_prefill_prob {
         return p.ragged ? t : pages[addr.page_of(t)];
     }
     __device__ long long offset(int page, int t) const { return addr.offset(page, t); }
+    /* key t's TMA coordinates (swa_tma_kv): the pool page and its slot;
+     * ragged: page 0 and the key's row in the ragged K/V */
+    __device__ void tma_page_slot(int t, int &page, int &slot) const
+    {
+        if (p.ragged) {
+            page = 0;
+            slot = p.kv_indptr[r] + t;
+        } else {
+            page = pages[addr.page_of(t)];
+            slot = addr.pdiv.mod(t);
+        }
+    }
 
     template <typename T> __device__ void write_row(int local, int c, const float (&o)[8], float mx, float d) const
     {
@@ -181,17 +197,20 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) swa_prefill_wgm
 }
 
 /* The warp-specialised wgmma engine's kernel: WG consumer warpgroups and
- * one producer (Cfg::THREADS = 128 (WG + 1)). */
+ * one producer (Cfg::THREADS = 128 (WG + 1)); tma: the K/V tensor maps
+ * (tma.rows = 0: every tile gathered by cp.async). */
 template <class Cfg, typename T, bool MUT>
-__global__ void __launch_bounds__(Cfg::THREADS, 1) swa_prefill_wgmma_ws_kernel(const swa_cuda_prefill_params p)
+__global__ void __launch_bounds__(Cfg::THREADS, 1)
+    swa_prefill_wgmma_ws_kernel(const swa_cuda_prefill_params p, const __grid_constant__ swa_tma_kv tma)
 {
 #if SWA_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char swa_wgmma_ws_smem[];
     swa_prefill_prob_t<Cfg::D, T, MUT> prob(p);
     if (!prob.template init<Cfg::ROWS>()) return;
-    swa_attn_engine_wgmma_ws<Cfg, T>(prob, swa_wgmma_ws_smem);
+    swa_attn_engine_wgmma_ws<Cfg, T>(prob, swa_wgmma_ws_smem, tma);
 #else
     (void)p;
+    (void)tma;
 #endif
 }
 
@@ -230,6 +249,7 @@ __global__ void __launch_bounds__(128) swa_prefill_merge_kernel(const swa_cuda_p
  * compiled for sm_90a.  Asked once per process (a synchronous read of
  * swa_prefill_wgmma_built); an error (no image for this device) is "no". */
 static long swa_prefill_wgmma_count = 0; /* launches of the wgmma kernel (tests) */
+static long swa_prefill_tma_count = 0;   /* ... of the warp-specialised one with TMA K/V loads */
 
 static bool swa_prefill_wgmma_ready(void)
 {
@@ -252,6 +272,85 @@ static bool swa_prefill_wgmma_ready(void)
 
 extern "C" int SWA_DEV_SYM(prefill_wgmma_available)(void) { return swa_prefill_wgmma_ready() ? 1 : 0; }
 extern "C" long SWA_DEV_SYM(prefill_wgmma_launches)(void) { return swa_prefill_wgmma_count; }
+extern "C" long SWA_DEV_SYM(prefill_tma_launches)(void) { return swa_prefill_tma_count; }
+
+#if SWA_TENSOR_CORE_ENGINE
+/* cuTensorMapEncodeTiled through the runtime (no link against libcuda);
+ * asked once per process, NULL when the driver does not have it. */
+static PFN_cuTensorMapEncodeTiled_v12000 swa_tma_encoder(void)
+{
+    static int state = -1; /* -1 not asked yet, 0 none, 1 found */
+    static PFN_cuTensorMapEncodeTiled_v12000 fn = NULL;
+    if (state < 0) {
+        void *f = NULL;
+        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) !=
+                cudaSuccess ||
+            q != cudaDriverEntryPointSuccess) {
+            cudaGetLastError(); /* not sticky: clear it for the caller's checks */
+            f = NULL;
+        }
+        fn = (PFN_cuTensorMapEncodeTiled_v12000)f;
+        state = f != NULL;
+    }
+    return fn;
+}
+
+/* The K/V tensor maps of the warp-specialised engine (swa_tma_kv in
+ * attn_engine_sm90.cuh has the layout).  False, with tm->rows = 0, where
+ * TMA does not apply: a page size other than 8, 16, 32 or a multiple of 64
+ * (a box of R keys must divide the 64-key tile and the page, and start
+ * on a 1024-byte boundary of the swizzle pattern: R >= 8), an empty pool,
+ * or a map the driver refuses. */
+template <int D, typename T> static bool swa_prefill_tma_encode(const swa_cuda_prefill_params &p, swa_tma_kv *tm)
+{
+    memset(tm, 0, sizeof *tm);
+    PFN_cuTensorMapEncodeTiled_v12000 encode = swa_tma_encoder();
+    if (!encode) return false;
+    const cuuint64_t row = (cuuint64_t)D * sizeof(T), hk = (cuuint64_t)p.num_kv_heads;
+    cuuint64_t dims[4], strides[3];
+    cuuint32_t box[4] = {64, 1, 1, 1};
+    const cuuint32_t estr[4] = {1, 1, 1, 1};
+    int rows, hnd = 0;
+    if (p.ragged) {
+        if (p.total_kv <= 0) return false;
+        rows = 64;
+        const cuuint64_t n = (cuuint64_t)p.total_kv;
+        dims[0] = D; dims[1] = hk; dims[2] = n; dims[3] = 1;
+        strides[0] = row; strides[1] = hk * row; strides[2] = n * hk * row;
+        box[2] = (cuuint32_t)rows;
+    } else {
+        const int ps = p.page_size;
+        if (p.num_pages <= 0 || ps <= 0 || !(ps % 64 == 0 || (ps >= 8 && 64 % ps == 0))) return false;
+        rows = ps < 64 ? ps : 64;
+        const cuuint64_t ups = (cuuint64_t)ps;
+        if (p.nhd) {
+            dims[0] = D; dims[1] = hk; dims[2] = ups; dims[3] = (cuuint64_t)p.num_pages;
+            strides[0] = row; strides[1] = hk * row; strides[2] = ups * hk * row;
+            box[2] = (cuuint32_t)rows;
+        } else {
+            hnd = 1;
+            dims[0] = D; dims[1] = ups; dims[2] = hk; dims[3] = (cuuint64_t)p.num_pages;
+            strides[0] = row; strides[1] = ups * row; strides[2] = hk * ups * row;
+            box[1] = (cuuint32_t)rows;
+        }
+    }
+    const CUtensorMapDataType dt =
+        std::is_same<T, swa_half_t>::value ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    const void *bases[2] = {p.k, p.v};
+    CUtensorMap *maps[2] = {&tm->k, &tm->v};
+    for (int i = 0; i < 2; i++)
+        if (encode(maps[i], dt, 4, const_cast<void *>(bases[i]), dims, strides, box, estr,
+                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+            memset(tm, 0, sizeof *tm);
+            return false;
+        }
+    tm->rows = rows;
+    tm->hnd = hnd;
+    return true;
+}
+#endif
 
 /* ENGINE: 0 mma.sync (or the portable engine), 1 wgmma, 2 wgmma warp-specialised */
 template <class Cfg, typename T, bool MUT, int ENGINE = 0>
@@ -262,13 +361,13 @@ static swa_status swa_prefill_launch_cfg(const swa_cuda_prefill_params *pp, int 
     if (!write_lse) p.lse = NULL;
     p.sub_tiles = p.cta_tile_q > Cfg::ROWS ? p.cta_tile_q / Cfg::ROWS : 1;
     if (num_work > 0) {
-        void (*kernel)(const swa_cuda_prefill_params);
+        void (*kernel)(const swa_cuda_prefill_params) = NULL;
 #if SWA_TENSOR_CORE_ENGINE
         if constexpr (ENGINE == 1) {
             kernel = swa_prefill_wgmma_kernel<Cfg, T, MUT>;
             swa_prefill_wgmma_count++;
         } else if constexpr (ENGINE == 2) {
-            kernel = swa_prefill_wgmma_ws_kernel<Cfg, T, MUT>;
+            auto ws_kernel = swa_prefill_wgmma_ws_kernel<Cfg, T, MUT>;
             if constexpr (Cfg::WG == 2) {
                 /* setmaxnreg moves registers from the producer to the
                  * consumers inside the CTA's allocation: the launch must get
@@ -277,7 +376,7 @@ static swa_status swa_prefill_launch_cfg(const swa_cuda_prefill_params *pp, int 
                 static int regs = -1;
                 if (regs < 0) {
                     cudaFuncAttributes fa;
-                    SWA_CUDA_TRY(cudaFuncGetAttributes(&fa, kernel));
+                    SWA_CUDA_TRY(cudaFuncGetAttributes(&fa, ws_kernel));
                     regs = fa.numRegs;
                 }
                 const int need = (Cfg::PRODUCERS * Cfg::PRODUCER_REGS + Cfg::CONSUMERS * Cfg::CONSUMER_REGS) / Cfg::THREADS;
@@ -287,14 +386,28 @@ static swa_status swa_prefill_launch_cfg(const swa_cuda_prefill_params *pp, int 
                                          "per thread; its setmaxnreg split (producer %d, consumers %d) needs %d",
                                          regs, Cfg::PRODUCER_REGS, Cfg::CONSUMER_REGS, need);
             }
+            swa_tma_kv tma;
+            /* K/V by TMA boxes only when asked (prefill_kv_loads 2): the
+             * gather is the default, faster on an H200 (bench_cuda.cu's
+             * "[wgmma-ws TMA]" sweep rows) */
+            if (swa_cuda_tune.prefill_kv_loads != 2 || !swa_prefill_tma_encode<Cfg::D, T>(p, &tma))
+                memset(&tma, 0, sizeof tma); /* rows 0: the cp.async gather */
+            SWA_CUDA_TRY(cudaFuncSetAttribute(ws_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+            dim3 grid((unsigned)((long long)num_work * p.sub_tiles * p.num_kv_heads));
+            ws_kernel<<<grid, Cfg::THREADS, Cfg::SMEM_BYTES, stream>>>(p, tma);
+            SWA_CUDA_TRY_LAUNCH("prefill kernel");
             swa_prefill_wgmma_count++;
+            if (tma.rows > 0) swa_prefill_tma_count++;
+            kernel = NULL;
         } else
 #endif
             kernel = swa_prefill_kernel<Cfg, T, MUT>;
-        SWA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
-        dim3 grid((unsigned)((long long)num_work * p.sub_tiles * p.num_kv_heads));
-        kernel<<<grid, Cfg::THREADS, Cfg::SMEM_BYTES, stream>>>(p);
-        SWA_CUDA_TRY_LAUNCH("prefill kernel");
+        if (kernel) {
+            SWA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+            dim3 grid((unsigned)((long long)num_work * p.sub_tiles * p.num_kv_heads));
+            kernel<<<grid, Cfg::THREADS, Cfg::SMEM_BYTES, stream>>>(p);
+            SWA_CUDA_TRY_LAUNCH("prefill kernel");
+        }
     }
     if (p.split_kv && p.total_qo > 0) {
         long long warps = (long long)p.total_qo * p.num_qo_heads;
@@ -330,6 +443,7 @@ static swa_status swa_prefill_launch_d(const swa_cuda_prefill_params *p, int num
                     switch (swa_cuda_tune.prefill_ws_variant) {
                     case 1: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 4, 1>, T, MUT, 2>(p, num_work, write_lse, stream, err);
                     case 2: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, true>, T, MUT, 2>(p, num_work, write_lse, stream, err);
+                    case 3: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 6, 2>, T, MUT, 2>(p, num_work, write_lse, stream, err);
                     default: break;
                     }
                 }
