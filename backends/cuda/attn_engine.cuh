@@ -516,23 +516,34 @@ __device__ __forceinline__ void swa_tile_softmax_p(float (&s)[MT][NT / 8][4], fl
 #pragma unroll
     for (int r = 0; r < 2 * MT; r++) {
         const int mt = r / 2, h = r % 2;
-        float mx = -CUDART_INF_F;
+        /* the row's maximum and sum as trees (log2(NT/4) dependent steps,
+         * not NT/8: the chains were the kernels' most common stall, a
+         * fixed-latency dependency); the maximum is exact in any order */
+        float part[NT / 8];
 #pragma unroll
-        for (int nt = 0; nt < NT / 8; nt++) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
+        for (int nt = 0; nt < NT / 8; nt++) part[nt] = fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]);
+#pragma unroll
+        for (int w = NT / 16; w >= 1; w /= 2)
+#pragma unroll
+            for (int i = 0; i < w; i++) part[i] = fmaxf(part[i], part[i + w]);
+        float mx = fmaxf(-CUDART_INF_F, part[0]);
         mx = fmaxf(mx, swa_shfl_xor(mx, 1));
         mx = fmaxf(mx, swa_shfl_xor(mx, 2));
         float m_new = fmaxf(m[r], mx * mul);
         float m_use = m_new == -CUDART_INF_F ? 0.f : m_new;
         float corr = swa_exp2(m[r] - m_use);
         m[r] = m_new;
-        float rs = 0.f;
 #pragma unroll
         for (int nt = 0; nt < NT / 8; nt++) {
             s[mt][nt][2 * h] = swa_exp2(fmaf(s[mt][nt][2 * h], mul, -m_use));
             s[mt][nt][2 * h + 1] = swa_exp2(fmaf(s[mt][nt][2 * h + 1], mul, -m_use));
-            rs += s[mt][nt][2 * h] + s[mt][nt][2 * h + 1];
+            part[nt] = s[mt][nt][2 * h] + s[mt][nt][2 * h + 1];
         }
-        dsum[r] = dsum[r] * corr + rs;
+#pragma unroll
+        for (int w = NT / 16; w >= 1; w /= 2)
+#pragma unroll
+            for (int i = 0; i < w; i++) part[i] += part[i + w];
+        dsum[r] = dsum[r] * corr + part[0];
         corr_r[r] = corr;
     }
 }

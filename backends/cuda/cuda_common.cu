@@ -47,9 +47,10 @@ extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_wa
  * 9.0 GPU, head_dim <= 128, 64/128-row plan tiles; prefill.cu falls back to
  * mma.sync elsewhere): 2 (the default) the warp-specialised wgmma engine, 1
  * the serial wgmma engine, 0 mma.sync everywhere.  H200, 2026-12-01, with
- * the address changes (swa_kv_addr) and 8 threads per key row in the ring
- * loads: causal 8192 439 / 345 / 298 TFLOP/s, window 1023 299 / 258 / 227
- * (reports/gpu/h200/tma-2026-12-01/final/). */
+ * the address changes (swa_kv_addr), 8 threads per key row in the ring
+ * loads and the softmax reductions as trees: causal 8192 445 / 341 / 296
+ * TFLOP/s, window 1023 308 / 256 / 228
+ * (reports/gpu/h200/softmax-trees-2026-12-01/). */
 extern "C" void SWA_DEV_SYM(set_prefill_kv_loads)(int kv_loads) { swa_cuda_tune.prefill_kv_loads = kv_loads; }
 
 static bool swa_prefill_engine_set; /* by set_prefill_engine: the environment no longer applies */
