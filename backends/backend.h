@@ -68,6 +68,13 @@ typedef struct swa_device_ops {
      * harness checks before upload (harness/run.c).  NULL: the device has no
      * memory of its own (the host emulation reads the host's buffers). */
     bool (*memory)(size_t *free_bytes, size_t *total_bytes);
+    /* (optional) the kernel variant the executor calls since the last reset
+     * ran, one line (the CUDA build: "prefill wgmma-ws: 2 consumer
+     * warpgroups + producer, K/V by cp.async"; a device with one variant
+     * per executor leaves this NULL).  buf == NULL resets it; the harness
+     * resets before a backend runs and reads after, so a result names the
+     * engine that computed it and an external backend's result names none. */
+    void (*last_kernel)(char *buf, size_t n);
 } swa_device_ops;
 
 /* Called for warnings a backend emits at plan time (printed once, kept in

@@ -242,6 +242,11 @@ void swa_console_write_summary(FILE *f, const swa_run_results *rr, bool color)
                 put_clean(f, r->diagnosis);
                 fputc('\n', f);
             }
+            if (r->kernel[0]) {
+                fputs("    kernel: ", f);
+                put_clean(f, r->kernel);
+                fputc('\n', f);
+            }
             fputs("    rerun: ", f);
             put_clean(f, r->reproduce[0] ? r->reproduce : "(no reproduce command recorded)");
             fputc('\n', f);

@@ -236,6 +236,7 @@ static const char CSS[] =
     ".diagnosis b{color:#7a4b00}"
     "table.diag{border-collapse:collapse;margin:6px 0}table.diag td,table.diag th{padding:4px 10px;"
     "border-bottom:1px solid #e3e3e3;text-align:left;vertical-align:top}table.diag td.diag-case{word-break:break-all}"
+    ".kernel{font-size:13px;margin:6px 0;color:#444}"
     ".warn{background:#fff4e5;border:1px solid #f5c98b;border-radius:6px;padding:6px 10px;margin:8px 0;font-size:13px}"
     ".grid2{display:flex;gap:24px;flex-wrap:wrap;align-items:flex-start}"
     "table.small td,table.small th{padding:3px 8px;font-size:12.5px}"
@@ -780,6 +781,11 @@ static void put_case(FILE *f, const swa_result *r, const char *anchor, bool open
     if (r->diagnosis[0]) {
         fputs("<div class=\"diagnosis\"><b>Diagnosis:</b> ", f);
         esc(f, r->diagnosis);
+        fputs("</div>\n", f);
+    }
+    if (r->kernel[0]) {
+        fputs("<div class=\"kernel\"><b>Kernel:</b> ", f);
+        esc(f, r->kernel);
         fputs("</div>\n", f);
     }
     if (r->warnings[0]) {

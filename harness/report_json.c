@@ -266,6 +266,9 @@ cJSON *swa_report_case_json(const swa_result *r)
         p += n + (nl ? 1 : 0);
     }
     add_str(o, "reproduce", r->reproduce);
+    /* report 1.3: the kernel variant that computed it, null when the
+     * device does not say (the host emulation, external backends) */
+    add_string_or_null(o, "kernel", r->kernel[0] ? r->kernel : NULL);
     /* report 1.2: what the plan decided (plan_decisions.h), as an object of
      * key -> value ("v1+v2" for a per-request set); absent when no plan
      * was built */

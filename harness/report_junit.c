@@ -75,6 +75,11 @@ static int put_body(FILE *f, const swa_result *r)
         rc |= put_xml(f, r->diagnosis, false);
         fputc('\n', f);
     }
+    if (r->kernel[0]) {
+        fputs("Kernel: ", f);
+        rc |= put_xml(f, r->kernel, false);
+        fputc('\n', f);
+    }
     if (r->mutant[0]) {
         fputs("Mutant: ", f);
         rc |= put_xml(f, r->mutant, false);

@@ -205,6 +205,21 @@ static int outcome_from_name(const char *s)
     return -1;
 }
 
+/* "kernel" (report 1.3, optional: older reports have none): the device's
+ * kernel variant, a string, or null when the device did not say. */
+static void read_kernel(reader *rd, const cJSON *obj, swa_result *r)
+{
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(obj, "kernel");
+    r->kernel[0] = '\0';
+    if (!k || cJSON_IsNull(k))
+        return;
+    if (!cJSON_IsString(k)) {
+        type_error(rd, "kernel", "a string or null");
+        return;
+    }
+    snprintf(r->kernel, sizeof r->kernel, "%s", k->valuestring);
+}
+
 /* "decisions" (report 1.2, optional: older reports have none): an object
  * of decision names to value strings, kept as "key=value;..." so merge
  * writes back exactly what it read, decisions of newer swadiffs included. */
@@ -394,6 +409,7 @@ swa_status swa_report_case_from_json(const cJSON *obj, const char *where, swa_re
         len += (size_t)n;
     }
     get_string(&rd, obj, "reproduce", r->reproduce, sizeof r->reproduce, false);
+    read_kernel(&rd, obj, r);
     read_decisions(&rd, obj, r);
     if (rd.failed) {
         swa_compare_result_free(c);

@@ -417,6 +417,7 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
         swa_out_args other = oa;
         other.out = other_out + SWA_GUARD_BYTES;
         other.lse = oa.lse ? (float *)(other_lse + SWA_GUARD_BYTES) : NULL;
+        if (cfg->device->last_kernel) cfg->device->last_kernel(NULL, 0);
         for (int l = 0; l < c->num_layers && st == SWA_OK; l++) {
             swa_run_opts lro = ro;
             lro.window_left = c->layer_window_left[l];
@@ -428,8 +429,10 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
             }
         }
     } else {
+        if (cfg->device->last_kernel) cfg->device->last_kernel(NULL, 0);
         st = b->run(plan, ctx->dev_inputs, &ro, &oa, &err);
     }
+    if (cfg->device->last_kernel) cfg->device->last_kernel(r->kernel, sizeof r->kernel);
     if (st != SWA_OK)
         goto fail;
     r->stage[SWA_STAGE_BACKEND] = swa_now() - t0;

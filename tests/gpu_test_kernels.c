@@ -668,6 +668,10 @@ Test(gpu_env, prefill_engine_variable)
 
     int rc = run_with_engine("mma", dir, out, sizeof out);
     cr_expect_eq(rc, 0, "SWADIFF_CUDA_PREFILL_ENGINE=mma: exit %d\n%s", rc, out);
+    /* each result names the kernel that computed it (report 1.3) */
+    snprintf(report, sizeof report, "%s/mma/report.json", dir);
+    cr_expect(file_contains(report, "\"kernel\":\t\"prefill mma.sync: "),
+              "SWADIFF_CUDA_PREFILL_ENGINE=mma: the results should name the mma.sync prefill kernel (%s)", report);
 
     char buf[256];
     CUDA_DEV->describe(buf, sizeof buf);
@@ -676,9 +680,13 @@ Test(gpu_env, prefill_engine_variable)
     for (int w = 0; w < 2; w++) {
         rc = run_with_engine(wg_names[w], dir, out, sizeof out);
         snprintf(report, sizeof report, "%s/%s/report.json", dir, wg_names[w]);
-        if (hopper && swa_cuda_prefill_wgmma_available())
+        if (hopper && swa_cuda_prefill_wgmma_available()) {
             cr_expect_eq(rc, 0, "SWADIFF_CUDA_PREFILL_ENGINE=%s on %s: exit %d\n%s", wg_names[w], buf, rc, out);
-        else
+            char want[64];
+            snprintf(want, sizeof want, "\"kernel\":\t\"prefill %s", w ? "wgmma-ws: " : "wgmma (serial): ");
+            cr_expect(file_contains(report, want), "SWADIFF_CUDA_PREFILL_ENGINE=%s: the results should name the "
+                      "kernel (%s in %s)", wg_names[w], want, report);
+        } else
             cr_expect(rc == 3 && file_contains(report, "has no wgmma engine"),
                       "SWADIFF_CUDA_PREFILL_ENGINE=%s without the engine: exit %d (expected 3 and a reason)\n%s",
                       wg_names[w], rc, out);

@@ -5,6 +5,7 @@
  * each result carries in report.json (report 1.2) survive `swadiff merge`.
  *
  * Runs the built binary (SWADIFF_BINARY) in a temporary folder. */
+#include "harness/report_text.h"
 #include "test_util.h"
 
 TestSuite(coverage, .init = make_tmp, .fini = remove_tmp);
@@ -140,7 +141,7 @@ Test(coverage, report_decisions_survive_merge)
         char path[512];
         snprintf(path, sizeof path, "%s/%s/report.json", tmpdir, k ? "m" : "r");
         cJSON *j = read_json_file(path);
-        cr_expect_str_eq(cJSON_GetObjectItem(j, "report_version")->valuestring, "1.2");
+        cr_expect_str_eq(cJSON_GetObjectItem(j, "report_version")->valuestring, SWA_REPORT_VERSION);
         int split = 0, refused = 0;
         cJSON *c;
         cJSON_ArrayForEach(c, cJSON_GetObjectItem(j, "cases"))

@@ -171,10 +171,15 @@ static __attribute__((unused)) void fix_results(swa_run_results *rr)
     /* a control character and a stray byte from a case file's message */
     snprintf(hostile->diagnosis, sizeof hostile->diagnosis, "rows of request 1 never written \x01 (bell\x07) \xff end");
 
+    /* a kernel name with markup and a control character (report 1.3) */
+    snprintf(hostile->kernel, sizeof hostile->kernel, "decode_fa2 <b>&\"warps\"</b> \x01");
+
     swa_result *seed = &rr->items[0];
     snprintf(seed->diagnosis, sizeof seed->diagnosis,
              "matches the reference with a tile-granular window (16-row tiles, KV start aligned to 16) and no "
              "per-element mask: rows past the window attend to stale keys");
+    snprintf(seed->kernel, sizeof seed->kernel,
+             "prefill wgmma-ws: 2 consumer warpgroups + producer, 5-stage ring, K/V by cp.async");
 
     swa_result e, s;
     memset(&e, 0, sizeof e);

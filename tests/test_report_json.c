@@ -183,6 +183,9 @@ Test(report_json, round_trip_through_reader)
         cr_expect_str_eq(b->diagnosis, clean, "case %d", i);
         free(clean);
         cr_expect_str_eq(b->warnings, a->warnings, "case %d", i);
+        char *kernel = swa_utf8_sanitize(a->kernel); /* report 1.3: which kernel computed it */
+        cr_expect_str_eq(b->kernel, kernel, "case %d", i);
+        free(kernel);
         cr_expect_eq(b->has_compare, a->has_compare, "case %d", i);
         cr_expect_eq(b->cmp.mismatched, a->cmp.mismatched, "case %d", i);
         cr_expect_eq(b->cmp.unwritten, a->cmp.unwritten, "case %d", i);
@@ -306,6 +309,55 @@ Test(report_json, reader_errors_name_the_place)
     swa_run_results_free(&rr);
     cr_expect_neq(swa_report_read(path, &rr, &err), SWA_OK);
     cr_expect(strstr(err.message, "report_version") != NULL, "%s", err.message);
+    swa_run_results_free(&rr);
+}
+
+/* "kernel" (report 1.3) is optional (a 1.2 report has none and reads as
+ * ""), a string or null; anything else is an error naming the case and
+ * the key */
+Test(report_json, kernel_is_optional_and_checked)
+{
+    swa_run_results rr;
+    fix_results(&rr);
+    char dir[256], path[300];
+    write_report(&rr, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/report.json", dir);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    char *text = calloc(1, 1 << 22);
+    size_t got = fread(text, 1, (1 << 22) - 1, f);
+    fclose(f);
+    text[got] = '\0';
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    cr_assert_not_null(j);
+    cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "cases"), 0);
+    cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(c0, "kernel")), rr.items[0].kernel);
+
+    swa_run_results back = {0};
+    swa_error err = {0};
+    cJSON_DeleteItemFromObject(c0, "kernel"); /* an older report */
+    char *out = cJSON_Print(j);
+    f = fopen(path, "w");
+    fputs(out, f);
+    fclose(f);
+    cJSON_free(out);
+    cr_assert_eq(swa_report_read(path, &back, &err), SWA_OK, "%s", err.message);
+    cr_expect_str_eq(back.items[0].kernel, "");
+    swa_run_results_free(&back);
+
+    cJSON_AddNumberToObject(c0, "kernel", 5);
+    out = cJSON_Print(j);
+    f = fopen(path, "w");
+    fputs(out, f);
+    fclose(f);
+    cJSON_free(out);
+    cr_expect_neq(swa_report_read(path, &back, &err), SWA_OK);
+    cr_expect(strstr(err.message, "cases[0]") && strstr(err.message, "\"kernel\"") &&
+                  strstr(err.message, "a string or null"),
+              "the error should name the case, the key and what is expected: %s", err.message);
+    swa_run_results_free(&back);
+    cJSON_Delete(j);
     swa_run_results_free(&rr);
 }
 

@@ -8,6 +8,8 @@
  * Test: tests/gpu_test_kernels.c. */
 #include "backends/cuda/cuda_internal.cuh"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +38,25 @@ swa_status swa_cuda_fail(swa_error *err, cudaError_t code, const char *stmt, con
  * aiter 3.05 vs 2.64 TB/s).  A 4-deep ring for 2-warp decode was measured
  * at 1.9 TB/s and dropped. */
 swa_cuda_tuning swa_cuda_tune = {32, 2, 2, 0, 0};
+
+static char swa_cuda_kernel_note[128];
+
+void swa_cuda_note_kernel(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(swa_cuda_kernel_note, sizeof swa_cuda_kernel_note, fmt, ap);
+    va_end(ap);
+}
+
+void swa_cuda_last_kernel(char *buf, size_t n)
+{
+    if (!buf) {
+        swa_cuda_kernel_note[0] = '\0';
+        return;
+    }
+    if (n) snprintf(buf, n, "%s", swa_cuda_kernel_note);
+}
 
 extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_warps)
 {

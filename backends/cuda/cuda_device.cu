@@ -710,6 +710,7 @@ extern "C" const swa_device_ops SWA_DEV_SYM(device_ops) = {
     cuda_decode_fa2_graph,
     cuda_decode_aiter,
     cuda_memory,
+    swa_cuda_last_kernel,
 };
 #endif
 

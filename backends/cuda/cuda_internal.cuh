@@ -120,6 +120,10 @@ typedef struct swa_cuda_tuning {
                                   size allows (8, 16, 32 or a multiple of 64; ragged), the gather elsewhere */
 } swa_cuda_tuning;
 extern swa_cuda_tuning swa_cuda_tune; /* cuda_common.cu */
+/* The kernel variant a launcher enqueued (printf-style; the device table's
+ * last_kernel reports it): the latest call wins. */
+void swa_cuda_note_kernel(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void swa_cuda_last_kernel(char *buf, size_t n);
 /* The same knobs for C callers (tests/gpu_test_kernels.c runs every variant). */
 extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_warps);
 extern "C" void SWA_DEV_SYM(set_prefill_engine)(int engine); /* 0 mma.sync, 1 wgmma, 2 wgmma-ws */

@@ -183,6 +183,8 @@ static swa_status swa_aiter_launch_cfg(const swa_cuda_aiter_params *pp, cudaStre
         dim3 grid((unsigned)((long long)p.num_seqs * p.num_kv_heads * p.max_num_partitions * p.row_blocks));
         kernel<<<grid, Cfg::THREADS, Cfg::SMEM_BYTES, stream>>>(p);
         SWA_CUDA_TRY_LAUNCH("decode_aiter kernel");
+        swa_cuda_note_kernel("decode_aiter %s: %d warps, %d-key tiles, partitions of %d + reduce", SWA_ENGINE_NAME,
+                             Cfg::NW, Cfg::TK, p.partition_size);
     }
     long long warps = (long long)p.num_seqs * p.num_qo_heads;
     swa_aiter_reduce_kernel<T, D><<<(unsigned)((warps + SWA_MERGE_WARPS - 1) / SWA_MERGE_WARPS), 128, 0, stream>>>(p);

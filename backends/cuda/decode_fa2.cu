@@ -172,6 +172,8 @@ static swa_status swa_fa2_launch_cfg(const swa_cuda_fa2_params *pp, int grid_wor
         dim3 grid((unsigned)((long long)grid_work * p.num_kv_heads * p.row_blocks));
         kernel<<<grid, Cfg::THREADS, Cfg::SMEM_BYTES, stream>>>(p);
         SWA_CUDA_TRY_LAUNCH("decode_fa2 kernel");
+        swa_cuda_note_kernel("decode_fa2 %s: %d warps, %d-key tiles%s", SWA_ENGINE_NAME, Cfg::NW, Cfg::TK,
+                             p.split_kv ? ", split-KV + merge" : "");
     }
     if (p.split_kv && capacity_requests > 0) {
         long long warps = (long long)capacity_requests * p.num_qo_heads;

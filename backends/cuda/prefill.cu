@@ -29,6 +29,7 @@
 #include "backends/cuda/attn_engine_sm90.cuh"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #if SWA_TENSOR_CORE_ENGINE
@@ -366,6 +367,8 @@ static swa_status swa_prefill_launch_cfg(const swa_cuda_prefill_params *pp, int 
         if constexpr (ENGINE == 1) {
             kernel = swa_prefill_wgmma_kernel<Cfg, T, MUT>;
             swa_prefill_wgmma_count++;
+            swa_cuda_note_kernel("prefill wgmma (serial): %d warpgroup%s, %d-stage ring%s", Cfg::WG,
+                                 Cfg::WG == 1 ? "" : "s", Cfg::STAGES, p.split_kv ? ", split-KV + merge" : "");
         } else if constexpr (ENGINE == 2) {
             auto ws_kernel = swa_prefill_wgmma_ws_kernel<Cfg, T, MUT>;
             if constexpr (Cfg::WG == 2) {
@@ -398,10 +401,20 @@ static swa_status swa_prefill_launch_cfg(const swa_cuda_prefill_params *pp, int 
             SWA_CUDA_TRY_LAUNCH("prefill kernel");
             swa_prefill_wgmma_count++;
             if (tma.rows > 0) swa_prefill_tma_count++;
+            char loads[48];
+            if (tma.rows > 0) snprintf(loads, sizeof loads, "TMA boxes of %d keys", tma.rows);
+            else snprintf(loads, sizeof loads, "cp.async");
+            swa_cuda_note_kernel("prefill wgmma-ws: %d consumer warpgroup%s + producer, %d-stage ring, K/V by %s%s%s",
+                                 Cfg::WG, Cfg::WG == 1 ? "" : "s", Cfg::STAGES, loads, Cfg::PINGPONG ? ", ping-pong" : "",
+                                 p.split_kv ? ", split-KV + merge" : "");
             kernel = NULL;
         } else
 #endif
+        {
             kernel = swa_prefill_kernel<Cfg, T, MUT>;
+            swa_cuda_note_kernel("prefill %s: %d rows per CTA, %d warps%s", SWA_ENGINE_NAME, Cfg::ROWS, Cfg::NW,
+                                 p.split_kv ? ", split-KV + merge" : "");
+        }
         if (kernel) {
             SWA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
             dim3 grid((unsigned)((long long)num_work * p.sub_tiles * p.num_kv_heads));

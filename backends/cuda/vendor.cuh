@@ -126,8 +126,10 @@ typedef __nv_bfloat16 swa_bf16_t;
  * NVIDIA under -DSWADIFF_PORTABLE_KERNELS for validating it). */
 #if SWA_HAVE_NV_TENSOR_CORE_PTX && !defined(SWADIFF_PORTABLE_KERNELS)
 #define SWA_TENSOR_CORE_ENGINE 1
+#define SWA_ENGINE_NAME "mma.sync"
 #else
 #define SWA_TENSOR_CORE_ENGINE 0
+#define SWA_ENGINE_NAME "portable"
 #endif
 
 #endif /* SWADIFF_CUDA_VENDOR_CUH */
