@@ -46,27 +46,6 @@ static void two_shards(char *a, char *b, size_t n, int split)
     swa_run_results_free(&rr);
 }
 
-static cJSON *load(const char *path)
-{
-    char *text = fix_read_file(path);
-    cr_assert_not_null(text, "cannot read %s", path);
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    cr_assert_not_null(j, "%s is not JSON", path);
-    return j;
-}
-
-static void save(const char *path, cJSON *j)
-{
-    char *text = cJSON_Print(j);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f, "cannot write %s", path);
-    fputs(text, f);
-    fclose(f);
-    free(text);
-    cJSON_Delete(j);
-}
-
 /* Runs the swadiff binary's merge (stdout and stderr into out) so what a
  * terminal would see can be checked byte for byte.  Returns the exit code. */
 static int merge_cli(char *out, size_t n, const char *const *inputs, int ninputs)
@@ -178,9 +157,10 @@ ParameterizedTest(struct version_case *p, adversarial_merge, report_version_majo
 {
     char a[300], b[300], out[8192];
     two_shards(a, b, sizeof a, 3);
-    cJSON *j = load(b);
+    cJSON *j = fix_load_json(b);
     cJSON_ReplaceItemInObject(j, "report_version", cJSON_CreateString(p->version));
-    save(b, j);
+    fix_save_json(b, j);
+    cJSON_Delete(j);
     const char *inputs[] = {a, b};
     int rc = merge_cli(out, sizeof out, inputs, 2);
     cr_expect_eq(rc, p->exit_code, "report_version \"%s\" next to \"1.0\": exit %d, expected %d\n%s", p->version, rc,
@@ -199,9 +179,10 @@ Test(adversarial_merge, mixed_harness_versions_are_refused)
 {
     char a[300], b[300], out[8192];
     two_shards(a, b, sizeof a, 3);
-    cJSON *j = load(b);
+    cJSON *j = fix_load_json(b);
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, "environment"), "harness_version", cJSON_CreateString("0.2.0"));
-    save(b, j);
+    fix_save_json(b, j);
+    cJSON_Delete(j);
     const char *inputs[] = {a, b};
     int rc = merge_cli(out, sizeof out, inputs, 2);
     cr_expect_eq(rc, SWA_EXIT_USAGE, "exit %d\n%s", rc, out);
@@ -238,13 +219,14 @@ ParameterizedTest(struct forged *p, adversarial_merge, forged_sizes_are_refused_
 {
     char a[300], b[300], out_dir[256];
     two_shards(a, b, sizeof a, 3);
-    cJSON *j = load(a);
+    cJSON *j = fix_load_json(a);
     cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "cases"), 0);
     cJSON *target = !strcmp(p->object, "shape") ? cJSON_GetObjectItem(c0, "shape")
                                                   : cJSON_GetObjectItem(cJSON_GetObjectItem(c0, "mismatch"), "row_head_ratio");
     cr_assert(cJSON_IsObject(target), "fixture: cases[0] has no %s", p->object);
     cJSON_ReplaceItemInObject(target, p->key, cJSON_CreateNumber(p->value));
-    save(a, j);
+    fix_save_json(a, j);
+    cJSON_Delete(j);
 
     swa_run_results rr = {0};
     swa_error err = {0};
@@ -378,7 +360,7 @@ Test(adversarial_merge, incomplete_shard_makes_the_merge_incomplete)
     int rc = merge_here(inputs, 2, out_dir, sizeof out_dir);
     cr_expect_eq(rc, SWA_EXIT_RUNTIME, "a merge with an incomplete shard exited %d", rc);
     snprintf(path, sizeof path, "%s/report.json", out_dir);
-    cJSON *j = load(path);
+    cJSON *j = fix_load_json(path);
     cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(j, "incomplete")), "merged report.json should say incomplete");
     const cJSON *reason = cJSON_GetObjectItem(j, "incomplete_reason");
     cr_expect(cJSON_IsString(reason) && strstr(reason->valuestring, "input 2") &&

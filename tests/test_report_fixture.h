@@ -15,6 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+
 #include "harness/compare.h"
 #include "harness/report.h"
 #include "harness/results.h"
@@ -266,6 +269,30 @@ static __attribute__((unused)) char *fix_read_file(const char *path)
         s[n] = '\0';
     fclose(f);
     return s;
+}
+
+/* The JSON file at path, parsed (caller: cJSON_Delete); fails the test
+ * when it cannot be read or is not JSON. */
+static __attribute__((unused)) cJSON *fix_load_json(const char *path)
+{
+    char *text = fix_read_file(path);
+    cr_assert_not_null(text, "cannot read %s", path);
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    cr_assert_not_null(j, "%s is not JSON", path);
+    return j;
+}
+
+/* j written to path (formatted); j stays the caller's. */
+static __attribute__((unused)) void fix_save_json(const char *path, const cJSON *j)
+{
+    char *text = cJSON_Print(j);
+    cr_assert_not_null(text, "cannot print the JSON for %s", path);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+    cJSON_free(text);
 }
 
 /* Temporary folders live until the test process exits (Criterion runs

@@ -111,13 +111,20 @@ static void write_report(const swa_run_results *rr, char *dir, size_t n)
     cr_assert_eq(swa_report_write_all(rr, dir, &err), SWA_OK, "write_all: %s", err.message);
 }
 
+/* The fixture's results, written to a fresh folder: path gets its report.json. */
+static void write_fixture_report(swa_run_results *rr, char *path, size_t n)
+{
+    char dir[256];
+    fix_results(rr);
+    write_report(rr, dir, sizeof dir);
+    snprintf(path, n, "%s/report.json", dir);
+}
+
 Test(report_json, validates_against_published_schema)
 {
     swa_run_results rr;
-    fix_results(&rr);
-    char dir[256], report[300], schema[1024], out[8192];
-    write_report(&rr, dir, sizeof dir);
-    snprintf(report, sizeof report, "%s/report.json", dir);
+    char report[300], schema[1024], out[8192];
+    write_fixture_report(&rr, report, sizeof report);
     snprintf(schema, sizeof schema, "%s/cases/schema/report.schema.json", SWADIFF_SOURCE_DIR);
     static const char prog[] =
         "import json, sys\n"
@@ -163,10 +170,8 @@ Test(report_json, validates_against_published_schema)
 Test(report_json, round_trip_through_reader)
 {
     swa_run_results rr;
-    fix_results(&rr);
-    char dir[256], path[300];
-    write_report(&rr, dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/report.json", dir);
+    char path[300];
+    write_fixture_report(&rr, path, sizeof path);
     swa_run_results back = {0};
     swa_error err = {0};
     cr_assert_eq(swa_report_read(path, &back, &err), SWA_OK, "read: %s", err.message);
@@ -318,40 +323,22 @@ Test(report_json, reader_errors_name_the_place)
 Test(report_json, kernel_is_optional_and_checked)
 {
     swa_run_results rr;
-    fix_results(&rr);
-    char dir[256], path[300];
-    write_report(&rr, dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/report.json", dir);
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f);
-    char *text = calloc(1, 1 << 22);
-    size_t got = fread(text, 1, (1 << 22) - 1, f);
-    fclose(f);
-    text[got] = '\0';
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    cr_assert_not_null(j);
+    char path[300];
+    write_fixture_report(&rr, path, sizeof path);
+    cJSON *j = fix_load_json(path);
     cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "cases"), 0);
     cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(c0, "kernel")), rr.items[0].kernel);
 
     swa_run_results back = {0};
     swa_error err = {0};
     cJSON_DeleteItemFromObject(c0, "kernel"); /* an older report */
-    char *out = cJSON_Print(j);
-    f = fopen(path, "w");
-    fputs(out, f);
-    fclose(f);
-    cJSON_free(out);
+    fix_save_json(path, j);
     cr_assert_eq(swa_report_read(path, &back, &err), SWA_OK, "%s", err.message);
     cr_expect_str_eq(back.items[0].kernel, "");
     swa_run_results_free(&back);
 
     cJSON_AddNumberToObject(c0, "kernel", 5);
-    out = cJSON_Print(j);
-    f = fopen(path, "w");
-    fputs(out, f);
-    fclose(f);
-    cJSON_free(out);
+    fix_save_json(path, j);
     cr_expect_neq(swa_report_read(path, &back, &err), SWA_OK);
     cr_expect(strstr(err.message, "cases[0]") && strstr(err.message, "\"kernel\"") &&
                   strstr(err.message, "a string or null"),
