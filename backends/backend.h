@@ -70,7 +70,7 @@ typedef struct swa_device_ops {
     bool (*memory)(size_t *free_bytes, size_t *total_bytes);
     /* (optional) the kernel variant the executor calls since the last reset
      * ran, one line (the CUDA build: "prefill wgmma-ws: 2 consumer
-     * warpgroups + producer, K/V by cp.async"; a device with one variant
+     * warpgroups + producer, 5-stage ring, K/V by cp.async"; a device with one variant
      * per executor leaves this NULL).  buf == NULL resets it; the harness
      * resets before a backend runs and reads after, so a result names the
      * engine that computed it and an external backend's result names none. */

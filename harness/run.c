@@ -405,6 +405,8 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
         .guard_bytes = SWA_GUARD_BYTES,
         .guard_pattern = SWA_GUARD_PATTERN,
     };
+    /* the device names the kernel the run below launches (read after it) */
+    if (cfg->device->last_kernel) cfg->device->last_kernel(NULL, 0);
     if (c->num_layers > 0) {
         /* every layer in model order over the same batch, as a forward pass
          * does; this record's layer writes oa, the others a scratch output */
@@ -417,7 +419,6 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
         swa_out_args other = oa;
         other.out = other_out + SWA_GUARD_BYTES;
         other.lse = oa.lse ? (float *)(other_lse + SWA_GUARD_BYTES) : NULL;
-        if (cfg->device->last_kernel) cfg->device->last_kernel(NULL, 0);
         for (int l = 0; l < c->num_layers && st == SWA_OK; l++) {
             swa_run_opts lro = ro;
             lro.window_left = c->layer_window_left[l];
@@ -429,7 +430,6 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
             }
         }
     } else {
-        if (cfg->device->last_kernel) cfg->device->last_kernel(NULL, 0);
         st = b->run(plan, ctx->dev_inputs, &ro, &oa, &err);
     }
     if (cfg->device->last_kernel) cfg->device->last_kernel(r->kernel, sizeof r->kernel);
