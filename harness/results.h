@@ -44,7 +44,7 @@ typedef struct swa_result {
     char diagnosis[512];         /* explain's verdict for failures, "" when none */
     char warnings[512];          /* plan-time warnings, "" when none */
     char reproduce[1024];        /* command line that reruns this case alone */
-    char kernel[128];            /* the device's kernel variant that computed it (swa_device_ops.last_kernel),
+    char kernel[192];            /* the device's kernel variant that computed it (swa_device_ops.last_kernel),
                                     "" when the device does not say (host emulation, external backends) */
     char decisions[1024];        /* what the plan decided, "key=value;key=v1+v2" (backends/plan_decisions.h);
                                   * "" when no plan was built (skip, refusal, external backend) */

@@ -263,6 +263,7 @@ int swa_cuda_prefill_wgmma_available(void);                            /* prefil
 long swa_cuda_prefill_wgmma_launches(void);                            /* prefill.cu */
 long swa_cuda_prefill_tma_launches(void);                              /* prefill.cu */
 void swa_cuda_set_prefill_kv_loads(int kv_loads);                      /* cuda_common.cu */
+void swa_cuda_set_prefill_ws_ctas(int ctas);                          /* cuda_common.cu */
 
 /* The mma.sync prefill engine on a GPU where the default is wgmma
  * (elsewhere it is the default and the tests above ran it): every prefill
@@ -354,9 +355,11 @@ static void wgmma_ws_engine_on(void) { wgmma_engine_on_as(2); }
 
 /* tma: 1 the warp-specialised engine must load the K/V tiles of the shapes
  * that allow it by TMA, 0 none may (the serial engine, or the gather
- * asked for), -1 either (the default) */
-static void run_wgmma_shapes(int tma)
+ * asked for), -1 either (the default); note: a text the kernel the run
+ * names must contain (NULL: any) */
+static void run_wgmma_shapes_noting(int tma, const char *note)
 {
+    int noted = 0;
     for (size_t n = 0; n < N_ELEMS(prefill_wgmma_shapes); n++) {
         const gpu_shape *t = &prefill_wgmma_shapes[n];
         long before = swa_cuda_prefill_wgmma_launches(), tma_before = swa_cuda_prefill_tma_launches();
@@ -367,8 +370,20 @@ static void run_wgmma_shapes(int tma)
         if (tma >= 0)
             cr_expect_eq(swa_cuda_prefill_tma_launches() - tma_before, want, "%s: %s K/V loads by TMA", t->name,
                          want ? "expected" : "unexpected");
+        if (note) {
+            /* the persistent kernel takes the 128-row tiles (two consumer warpgroups) */
+            char kernel[192] = "";
+            CUDA_DEV->last_kernel(kernel, sizeof kernel);
+            if (strstr(kernel, "2 consumer warpgroups")) {
+                noted++;
+                cr_expect(strstr(kernel, note) != NULL, "%s: the kernel \"%s\" does not say \"%s\"", t->name, kernel,
+                          note);
+            }
+        }
     }
+    if (note) cr_expect_gt(noted, 0, "no shape ran on 128-row tiles");
 }
+static void run_wgmma_shapes(int tma) { run_wgmma_shapes_noting(tma, NULL); }
 
 Test(gpu_variants, prefill_wgmma_engine)
 {
@@ -397,6 +412,48 @@ Test(gpu_variants, prefill_wgmma_ws_engine_tma_loads)
     wgmma_ws_engine_on();
     swa_cuda_set_prefill_kv_loads(2);
     run_wgmma_shapes(1);
+}
+
+/* The warp-specialised engine's persistent kernel (128-row tiles): one
+ * CTA running every work item of a shape in turn (the ring's and the Q
+ * buffers' barrier phases wrap across items, the next item's loads overlap
+ * the last one's epilogue), with the gather and with TMA boxes, and three
+ * CTAs sharing the items (the snake order).  Every shape here has several
+ * work items (heads or tiles). */
+Test(gpu_variants, prefill_wgmma_ws_engine_one_persistent_cta)
+{
+    wgmma_ws_engine_on();
+    swa_cuda_set_prefill_ws_ctas(1);
+    run_wgmma_shapes_noting(0, "persistent: 1 CTA for ");
+}
+
+Test(gpu_variants, prefill_wgmma_ws_engine_one_persistent_cta_tma_loads)
+{
+    wgmma_ws_engine_on();
+    swa_cuda_set_prefill_ws_ctas(1);
+    swa_cuda_set_prefill_kv_loads(2);
+    run_wgmma_shapes_noting(1, "persistent: 1 CTA for ");
+}
+
+Test(gpu_variants, prefill_wgmma_ws_engine_three_persistent_ctas)
+{
+    wgmma_ws_engine_on();
+    swa_cuda_set_prefill_ws_ctas(3);
+    run_wgmma_shapes_noting(-1, "persistent: 3 CTAs for ");
+}
+
+/* The persistent kernel on one CTA per SM, over more 128-row work items
+ * than the GPU has SMs (8 kv heads x 69 tiles). */
+Test(gpu_variants, prefill_wgmma_ws_engine_persistent_cta_per_sm)
+{
+    wgmma_ws_engine_on();
+    swa_cuda_set_prefill_ws_ctas(-2);
+    static const gpu_shape t = {"wg persistent L255 2200 tokens 32/8", 1, {2200}, {2200}, 32, 8, 128, 16, 255, FP16};
+    check_shape(&t, &swa_backend_prefill, false, 0);
+    char kernel[192] = "";
+    CUDA_DEV->last_kernel(kernel, sizeof kernel);
+    cr_expect(strstr(kernel, "2 consumer warpgroups") && strstr(kernel, ", persistent: "),
+              "%s: \"%s\" is not the persistent kernel", t.name, kernel);
 }
 
 /* The common prefill shapes with the knob on: 16-row tiles and head_dim 256
@@ -572,6 +629,14 @@ Test(gpu_mutants, prefill_on_the_wgmma_engine)
 Test(gpu_mutants, prefill_on_the_wgmma_ws_engine)
 {
     wgmma_ws_engine_on();
+    run_wgmma_mutants();
+}
+
+/* ... and with one persistent CTA running all of a case's work items */
+Test(gpu_mutants, prefill_on_the_wgmma_ws_engine_one_persistent_cta)
+{
+    wgmma_ws_engine_on();
+    swa_cuda_set_prefill_ws_ctas(1);
     run_wgmma_mutants();
 }
 #endif /* SWADIFF_HAVE_CUDA */

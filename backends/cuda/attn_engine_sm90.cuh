@@ -172,6 +172,62 @@ template <int D_, int WG_, int STAGES_ = 5, int LAG_ = 1, bool PINGPONG_ = false
     static_assert(SMEM_BYTES <= 227 * 1024, "wgmma engine: shared memory over the sm_90 limit");
 };
 
+/* Shape of the persistent warp-specialised engine
+ * (swa_attn_engine_wgmma_wsp): as swa_wgmma_ws_cfg, with two Q buffers (a
+ * CTA runs several work items: the producer loads the next item's Q while
+ * the consumers finish the current one), a
+ * STAGES-deep K/V ring with a full and an empty mbarrier per stage and per
+ * Q buffer; the producer signals a stage LAG tiles after issuing it (once
+ * its copies have landed: cp.async.wait_group LAG).  No epilogue buffer:
+ * the consumers write their rows from registers. */
+template <int D_, int WG_, int STAGES_ = 5, int LAG_ = 1, bool PINGPONG_ = false> struct swa_wgmma_wsp_cfg {
+    static constexpr int D = D_, WG = WG_;
+    static constexpr bool PINGPONG = PINGPONG_ && WG_ == 2; /* the two consumers take turns issuing */
+    static constexpr int NW = 4 * (WG + 1), THREADS = NW * 32, ROWS = 64 * WG;
+    static constexpr int CONSUMERS = 128 * WG, PRODUCERS = 128;
+    /* 64-key tiles, as the host emulation's and the other engines': 128-key
+     * tiles (m64n128k16 for S) ran at 253 TFLOP/s against 247-250 on an
+     * H200, but move the edge tiles away from the spec's (the edge-tile
+     * mutant then no longer breaks the same elements as on the host) */
+    static constexpr int TK = 64, NT = 64;
+    static constexpr int STAGES = STAGES_, LAG = LAG_;
+    static constexpr int Q_BYTES = ROWS * D * 2; /* one Q buffer */
+    static constexpr int TILE_BYTES = TK * D * 2;
+    static constexpr int STAGE_BYTES = 2 * TILE_BYTES;
+    static constexpr int RING_BYTES = STAGES * STAGE_BYTES;
+    static constexpr int BAR_BYTES = (2 * STAGES + 4) * 8; /* full[STAGES], empty[STAGES], q_full[2], q_empty[2] */
+    static constexpr int ALIGN = 1024;
+    static constexpr int SMEM_BYTES = ALIGN + 2 * Q_BYTES + RING_BYTES + BAR_BYTES;
+    static constexpr int CHUNKS = D / 8;
+    static constexpr int LOADS = TK * CHUNKS / PRODUCERS;
+    static constexpr int MIN_BLOCKS = 1;
+    /* registers per thread after setmaxnreg (two consumer warpgroups only:
+     * 384 threads launch with 168; 128 x (168 - 56) = 256 x (224 - 168)) */
+    static constexpr int PRODUCER_REGS = 56, CONSUMER_REGS = 224;
+    static_assert(D == 64 || D == 128, "wgmma engine: head_dim 64 or 128");
+    static_assert(WG == 1 || WG == 2, "wgmma engine: one or two consumer warpgroups");
+    static_assert(LAG >= 0 && LAG <= STAGES - 2, "ring: the producer may lag at most STAGES - 2 tiles (deadlock-free)");
+    static_assert((TK * CHUNKS) % PRODUCERS == 0, "tile loads must split evenly over the producer");
+    static_assert(SMEM_BYTES <= 227 * 1024, "wgmma engine: shared memory over the sm_90 limit");
+};
+
+/* The work items of one warp-specialised CTA: item k of CTA b in a grid
+ * of G is number k G + b for even k and k G + G - 1 - b for odd k (a
+ * snake, so that a CTA that took one of the longest items of a round
+ * takes one of the shortest of the next: the prefill launcher orders
+ * items longest first under a causal mask), counted from the end as the
+ * other engines' CTAs are (swa_prefill_prob::init); -1 past the last.
+ * With one CTA per item (G = items) each CTA runs exactly its own. */
+struct swa_ws_sched {
+    int items;
+    __device__ int item(int k) const
+    {
+        const int G = (int)gridDim.x, b = (int)blockIdx.x;
+        const long long idx = (long long)k * G + ((k & 1) ? G - 1 - b : b);
+        return idx < items ? items - 1 - (int)idx : -1;
+    }
+};
+
 /* The warp-specialised engine's TMA view of the K and V caches (a kernel
  * parameter, __grid_constant__): two 4-D tensor maps over the whole pool,
  * 128-byte swizzle, boxes of 64 dims x `rows` keys of one kv head, so a
@@ -485,6 +541,56 @@ __device__ __forceinline__ void swa_wg_epilogue(const Prob &prob, float *sEpiO, 
 #pragma unroll
         for (int e = 0; e < 8; e++) acc[e] = src[e];
         swa_finish_chunk(prob, row, c, acc, mmax, sEpiD[row]);
+    }
+}
+/* The same epilogue from registers, with no shared memory and no barrier
+ * (the warp-specialised engine's: its ring is already refilled with the
+ * next work item's tiles).  In the m64 accumulator lane t4 of a quad holds
+ * dims 2 t4, 2 t4 + 1 of every 8-dim chunk of its rows; a 4 x 4 transpose
+ * of those pairs inside the quad (two xor-shuffle stages: at stage x the
+ * pairs whose lane bit x differs from their slot bit x trade places with
+ * the partner lane's) leaves lane t4 with all 8 dims of chunks 4 q + t4,
+ * which it finishes and writes (swa_finish_chunk, as the shared-memory
+ * epilogue: a warp's store covers 8 rows x 4 consecutive chunks). */
+template <int D, class Prob>
+__device__ __forceinline__ void swa_wg_epilogue_regs(const Prob &prob, const float (&o)[1][D / 8][4],
+                                                     const float (&m)[2], const float (&dsum)[2], int warp, int g,
+                                                     int t4)
+{
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const float mmax = fmaxf(-CUDART_INF_F, m[r]); /* as the shared-memory epilogue reads it */
+#pragma unroll
+        for (int q = 0; q < D / 32; q++) {
+            float x[4][2]; /* slot k: chunk 4q + k's pair of this lane; after the transpose, lane k's pair of chunk 4q + t4 */
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                x[k][0] = o[0][4 * q + k][2 * r];
+                x[k][1] = o[0][4 * q + k][2 * r + 1];
+            }
+#pragma unroll
+            for (int bit = 2; bit >= 1; bit >>= 1) {
+                const bool hi = (t4 & bit) != 0;
+#pragma unroll
+                for (int k0 = 0; k0 < 4; k0++) {
+                    if (k0 & bit) continue;
+                    const int k1 = k0 | bit; /* a lane with the bit clear gives slot k1 and takes the partner's k0 */
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const float got = swa_shfl_xor(hi ? x[k0][e] : x[k1][e], bit);
+                        if (hi) x[k0][e] = got;
+                        else x[k1][e] = got;
+                    }
+                }
+            }
+            float acc[8];
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                acc[2 * k] = x[k][0];
+                acc[2 * k + 1] = x[k][1];
+            }
+            swa_finish_chunk(prob, warp * 16 + g + 8 * r, 4 * q + t4, acc, mmax, dsum[r]);
+        }
     }
 }
 #endif /* SWA_WGMMA_DEVICE */
@@ -882,6 +988,329 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned ch
     (void)prob;
     (void)smem_raw;
     (void)tma;
+#endif /* SWA_WGMMA_DEVICE */
+}
+
+/* ---------------------------------------------------------------------------
+ * The persistent warp-specialised engine: swa_attn_engine_wgmma_ws's
+ * attention, tiles, rounding points and products, with a CTA running
+ * several work items back to back (swa_ws_sched: a grid of one CTA per SM,
+ * or fewer), the next item's Q and K/V loads overlapping the current
+ * item's last tiles and epilogue.
+ *
+ *  - The producer warpgroup (the last, 128 threads; setmaxnreg down to
+ *    Cfg::PRODUCER_REGS = 56 registers when there are two consumers), per
+ *    item with at least one KV tile: waits for the item's Q buffer
+ *    (q_empty[b], b alternating over such items: the consumers are done
+ *    with the item two back), gathers the item's ROWS Q rows into it by
+ *    cp.async (invalid rows zero-filled; one commit group, signalled on
+ *    q_full[b] with the first tile), then fills the ring: for the CTA's
+ *    n-th tile it waits for empty[n % STAGES] (every consumer warp done
+ *    with the tile that was there), then
+ *    - by TMA (swa_tma_kv: a whole tile whose boxes stay in one page):
+ *      one thread announces the stage's bytes on full[n % STAGES]
+ *      (arrive.expect_tx) and issues the boxes (D/64 x 64/R per matrix, R
+ *      keys each), the others arrive at once; the phase completes when
+ *      the bytes have landed;
+ *    - or by the cp.async gather (the last, partial tile, whose keys past
+ *      the KV range are zero-filled as in the other engines; every tile
+ *      where no map applies): all 128 threads look the pages up and issue
+ *      the copies, and once tile t's copies have landed (wait_group LAG,
+ *      LAG tiles later; all of them at the item's end) make them visible
+ *      to the async proxy (fence.proxy.async) and arrive on full[].
+ *    H200, causal 8192, page 16: see the bench's "[wgmma-ws TMA]" sweep
+ *    rows for the gather against the boxes.
+ *  - Each consumer warpgroup (64 query rows; setmaxnreg up to
+ *    Cfg::CONSUMER_REGS = 224), per item: waits for q_full[b], then per
+ *    tile j: waits for full[], issues S = Q K_j^T and, in the same fence,
+ *    O += P_{j-1} V_{j-1} (the previous tile's product), waits for S only
+ *    (wait_group 1), runs the mask and the online softmax while P V runs,
+ *    waits for it, releases tile j-1's stage (lane 0 of each warp arrives
+ *    on empty), rescales O by the change of maximum and packs P_j.  The
+ *    last tile's P V follows the loop; then the last stage and the Q
+ *    buffer are released and the rows written from registers
+ *    (swa_wg_epilogue_regs), while the producer already loads the next
+ *    item.  O_j = corr_j (O_{j-1} + P_{j-1} V_{j-1}) + ... is the same sum
+ *    in the same order as the serial engine's.  An item with no KV tile
+ *    (every row's window empty) writes its rows without Q or the ring.
+ *  - The two consumer warpgroups never wait for each other (no
+ *    __syncthreads, no shared epilogue): one runs its softmax while the
+ *    other's products occupy the tensor cores, as far as the ring allows.
+ *
+ * Ordering: full[] and q_full[] make the producer's copies (the TMA boxes
+ * through their complete_tx; cp.async copies fenced to the async proxy by
+ * the thread that made them) visible to the consumer's wgmma reads
+ * (release by mbarrier.arrive, acquire by try_wait); empty[] and q_empty[]
+ * are arrived on after wgmma.wait_group, when the warp's reads of the
+ * stage or the Q buffer are done.  Phases: the CTA's n-th tile (counted
+ * over its items) is the (n / STAGES)-th use of its stage, so full is
+ * waited on with parity (n / STAGES) & 1 and empty, for n >= STAGES, with
+ * parity (n / STAGES - 1) & 1; the i-th item with tiles uses Q buffer i %
+ * 2 for the (i / 2)-th time, likewise.  The producer signals tile t only
+ * after issuing tile t + LAG, which needs tile t + LAG - STAGES released;
+ * the consumers release tile j - 2 before they wait for tile j, so LAG <=
+ * STAGES - 2 cannot deadlock (static_assert in swa_wgmma_ws_cfg); at an
+ * item's end the producer signals every tile it has not yet, so no wait
+ * crosses an item. */
+template <class Cfg, typename T, class Prob>
+__device__ __forceinline__ void swa_attn_engine_wgmma_wsp(Prob &prob, unsigned char *smem_raw, const swa_tma_kv &tma,
+                                                         const swa_ws_sched &sched)
+{
+#if SWA_WGMMA_DEVICE
+    constexpr int D = Cfg::D, NT = Cfg::NT, TK = Cfg::TK, ROWS = Cfg::ROWS, WG = Cfg::WG;
+    constexpr int STAGES = Cfg::STAGES, LAG = Cfg::LAG, CHUNKS = Cfg::CHUNKS, CONSUMERS = Cfg::CONSUMERS;
+
+    unsigned char *smem = smem_raw + ((Cfg::ALIGN - (swa_smem_addr(smem_raw) & (Cfg::ALIGN - 1))) & (Cfg::ALIGN - 1));
+    unsigned char *sQ = smem; /* two buffers of Q_BYTES */
+    unsigned char *sRing = smem + 2 * Cfg::Q_BYTES;
+    const uint32_t bar_full = swa_smem_addr(sRing + Cfg::RING_BYTES);
+    const uint32_t bar_empty = bar_full + STAGES * 8;
+    const uint32_t bar_qfull = bar_empty + STAGES * 8, bar_qempty = bar_qfull + 2 * 8;
+
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, wgi = warp / 4;
+    const int g = lane / 4, t4 = lane % 4;
+
+    const T *qg = reinterpret_cast<const T *>(prob.q);
+    const T *kg = reinterpret_cast<const T *>(prob.k);
+    const T *vg = reinterpret_cast<const T *>(prob.v);
+
+    if (tid == 0) {
+#pragma unroll
+        for (int st = 0; st < STAGES; st++) {
+            swa_mbar_init(bar_full + st * 8, Cfg::PRODUCERS);
+            swa_mbar_init(bar_empty + st * 8, 4 * WG);
+        }
+#pragma unroll
+        for (int b = 0; b < 2; b++) {
+            swa_mbar_init(bar_qfull + b * 8, Cfg::PRODUCERS);
+            swa_mbar_init(bar_qempty + b * 8, 4 * WG);
+        }
+    }
+    __syncthreads(); /* the barriers exist before anyone arrives or waits */
+
+    /* ring position of the CTA's next tile, and how many items with tiles
+     * came before (their Q buffers alternate); both roles count alike */
+    int n0 = 0, qn = 0;
+
+    if (wgi == WG) {
+        /* ---- producer ---- */
+        if constexpr (WG == 2) swa_setmaxnreg_dec<Cfg::PRODUCER_REGS>();
+        const int ptid = tid - CONSUMERS, R = tma.rows;
+        if (R > 0 && ptid == 0) {
+            swa_tma_prefetch_map(&tma.k);
+            swa_tma_prefetch_map(&tma.v);
+        }
+        for (int k = 0;; k++) {
+            const int item = sched.item(k);
+            if (item < 0) break;
+            if (!prob.template init_at<ROWS>(item)) continue;
+            const int kv_begin = prob.kv_begin, kv_end = prob.kv_end;
+            const int num_tiles = kv_end > kv_begin ? (kv_end - kv_begin + TK - 1) / TK : 0;
+            if (num_tiles == 0) continue;
+            /* tile t by TMA: a whole tile (no key past the KV range to
+             * zero-fill) whose boxes each stay in one page (the first key a
+             * multiple of the box); the rest (the last, partial tile; every
+             * tile without a map) by the cp.async gather */
+            auto by_tma = [&](int t) {
+                const int key0 = kv_begin + t * TK;
+                return R > 0 && t < num_tiles && key0 + TK <= kv_end && key0 % R == 0;
+            };
+            const int qb = qn & 1;
+            if (qn >= 2) swa_mbar_wait(bar_qempty + qb * 8, (uint32_t)((qn / 2 - 1) & 1));
+            swa_wg_load_q<ROWS, CHUNKS>(prob, sQ + qb * Cfg::Q_BYTES, qg, 0, ROWS, ptid, Cfg::PRODUCERS);
+
+            swa_ring_loads<TK, Cfg::PRODUCERS, CHUNKS> loads(ptid, kv_begin, kv_end, num_tiles);
+            static_assert(decltype(loads)::LOADS == Cfg::LOADS, "ring loads per thread");
+            if (!by_tma(0)) loads.lookup(prob, 0);
+            for (int t = 0; t < num_tiles; t++) {
+                const int n = n0 + t, st = n % STAGES;
+                if (n >= STAGES) swa_mbar_wait(bar_empty + st * 8, (uint32_t)((n / STAGES - 1) & 1));
+                unsigned char *sK = sRing + st * Cfg::STAGE_BYTES;
+                if (by_tma(t)) {
+                    /* one thread announces the stage's bytes on full[st] and
+                     * issues the boxes (D/64 per R keys, of K and of V); the
+                     * others arrive at once (the phase completes when the
+                     * bytes have landed).  Measured on an H200 against boxes
+                     * issued by 4 threads with the page-table reads a tile
+                     * ahead: the same (313 vs 312 TFLOP/s causal 8192), both
+                     * below the gather */
+                    const uint32_t bar = bar_full + st * 8;
+                    if (ptid == 0) {
+                        swa_mbar_arrive_expect_tx(bar, (uint32_t)Cfg::STAGE_BYTES);
+                        const uint32_t k_addr = swa_smem_addr(sK), v_addr = k_addr + (uint32_t)Cfg::TILE_BYTES;
+                        const int key0 = kv_begin + t * TK;
+                        for (int j = 0; j < TK; j += R) {
+                            int page, slot;
+                            prob.tma_page_slot(key0 + j, page, slot);
+                            const int c1 = tma.hnd ? slot : prob.kvh, c2 = tma.hnd ? prob.kvh : slot;
+#pragma unroll
+                            for (int b = 0; b < D / 64; b++) {
+                                const uint32_t off = (uint32_t)(b * TK * 128 + j * 128);
+                                swa_tma_load_4d(k_addr + off, &tma.k, b * 64, c1, c2, page, bar);
+                                swa_tma_load_4d(v_addr + off, &tma.v, b * 64, c1, c2, page, bar);
+                            }
+                        }
+                    } else {
+                        swa_mbar_arrive(bar);
+                    }
+                } else {
+                    loads.issue(prob, kg, vg, sK, sK + Cfg::TILE_BYTES, t,
+                                [](int j, int c) { return swa_sw128_off<TK>(j, c); });
+                }
+                swa_cp_async_commit(); /* one group per tile, empty for a TMA tile */
+                if (!by_tma(t + 1)) loads.lookup(prob, t + 1); /* the next tile's pages, while these copies fly */
+                if (t >= LAG) {
+                    /* the Q group (older than tile 0's) has landed with tile t - LAG's */
+                    if (t == LAG || !by_tma(t - LAG)) {
+                        swa_cp_async_wait<LAG>();
+                        swa_fence_proxy_async_smem();
+                    }
+                    if (t == LAG) swa_mbar_arrive(bar_qfull + qb * 8);
+                    if (!by_tma(t - LAG)) swa_mbar_arrive(bar_full + ((n - LAG) % STAGES) * 8);
+                }
+            }
+            swa_cp_async_wait<0>();
+            swa_fence_proxy_async_smem();
+            if (num_tiles <= LAG) swa_mbar_arrive(bar_qfull + qb * 8);
+            for (int t = num_tiles > LAG ? num_tiles - LAG : 0; t < num_tiles; t++)
+                if (!by_tma(t)) swa_mbar_arrive(bar_full + ((n0 + t) % STAGES) * 8);
+            n0 += num_tiles;
+            qn++;
+        }
+        return; /* the consumers write the rows */
+    }
+
+    /* ---- consumers ---- */
+    if constexpr (WG == 2) swa_setmaxnreg_inc<Cfg::CONSUMER_REGS>();
+    const float scale2 = prob.sm_scale * SWA_LOG2E;
+    const uint32_t ring_addr = swa_smem_addr(sRing);
+
+    for (int k = 0;; k++) {
+        const int item = sched.item(k);
+        if (item < 0) break;
+        if (!prob.template init_at<ROWS>(item)) continue;
+        const int kv_begin = prob.kv_begin, kv_end = prob.kv_end;
+        const int num_tiles = kv_end > kv_begin ? (kv_end - kv_begin + TK - 1) / TK : 0;
+
+        int lo[2], hi[2];
+        float o[1][D / 8][4], m[2], dsum[2];
+        swa_wg_rows_init<D>(prob, warp, g, lo, hi, o, m, dsum);
+        const float masked_low = prob.masked_low_logit();
+
+        const int qb = qn & 1;
+        /* my warpgroup's 64 rows of Q buffer qb */
+        const uint64_t q_desc =
+            swa_wg_desc(swa_smem_addr(sQ) + (uint32_t)(qb * Cfg::Q_BYTES + wgi * 64 * 128), 16, 1024);
+        auto stage_addr = [&](int j) { return ring_addr + (uint32_t)(((n0 + j) % STAGES) * Cfg::STAGE_BYTES); };
+        auto full_wait = [&](int j) {
+            const int n = n0 + j;
+            swa_mbar_wait(bar_full + (n % STAGES) * 8, (uint32_t)((n / STAGES) & 1));
+        };
+        auto release = [&](uint32_t bar) {
+            __syncwarp();
+            if (lane == 0) swa_mbar_arrive(bar);
+        };
+        auto release_tile = [&](int j) { release(bar_empty + ((n0 + j) % STAGES) * 8); };
+
+        uint32_t a[NT / 16][4]; /* P of the previous tile, the A operand of its P V */
+        /* S_j = Q K_j^T issued (one batch); ptxas needs every wgmma batch
+         * and its wait on every path, so the first tile is peeled off the
+         * loop and nothing in the loop is conditional on j */
+        auto issue_qk = [&](int j, float (&s)[1][NT / 8][4]) {
+            const uint64_t k_desc = swa_wg_desc(stage_addr(j), 16, 1024);
+            swa_wg_fence();
+            swa_wg_qk_steps<D, ROWS, TK, T>(s, q_desc, k_desc);
+            swa_wg_commit();
+        };
+        auto issue_pv = [&](int j) {
+            const uint64_t v_desc = swa_wg_desc(stage_addr(j) + Cfg::TILE_BYTES, TK * 128, 1024);
+            swa_wg_fence();
+            swa_wg_pv_steps<NT, D, T>(o, a, v_desc);
+            swa_wg_commit();
+        };
+        /* mask and online softmax of S_j (corr: each row's change of maximum) */
+        auto softmax = [&](int j, float (&s)[1][NT / 8][4], float (&corr)[2]) {
+            const int key0 = kv_begin + j * TK;
+            const float mul = swa_tile_logits<1, NT>(s, prob, lo, hi, key0, key0, t4, masked_low, scale2);
+            swa_tile_softmax_p<1, NT>(s, m, dsum, corr, mul);
+        };
+        /* O rescaled (its previous products landed), P_j packed as the A operand */
+        auto rescale_pack = [&](float (&s)[1][NT / 8][4], const float (&corr)[2]) {
+            swa_rescale_o<1, D / 8>(o, corr);
+            swa_wg_pack_p<NT, T>(a, s);
+        };
+
+        /* ping-pong (Cfg::PINGPONG): warpgroup w issues its products only
+         * after the other has issued its own (named barrier 4 + w, 256
+         * threads: my 128 wait, the other's 128 arrive), so one warpgroup's
+         * softmax runs while the other's products hold the tensor cores;
+         * warpgroup 0 goes first in each item, and warpgroup 1 leaves out
+         * the arrival after its last batch (every wait then has exactly one
+         * arrival; both warpgroups run the same items) */
+        auto my_turn = [&]() {
+            if constexpr (Cfg::PINGPONG) swa_named_sync(4 + wgi, 256);
+        };
+        auto your_turn = [&](bool last) {
+            if constexpr (Cfg::PINGPONG) {
+                if (!(last && wgi == 1)) swa_named_arrive(4 + (wgi ^ 1), 256);
+            }
+        };
+
+        if (num_tiles > 0) {
+            if constexpr (Cfg::PINGPONG) {
+                if (wgi == 1) swa_named_arrive(4, 256);
+            }
+            swa_mbar_wait(bar_qfull + qb * 8, (uint32_t)((qn / 2) & 1));
+            {
+                full_wait(0);
+                float s[1][NT / 8][4], corr[2];
+                my_turn();
+                issue_qk(0, s);
+                your_turn(false);
+                swa_wg_wait<0>();
+                swa_wg_pin(s[0]);
+                softmax(0, s, corr);
+                rescale_pack(s, corr);
+            }
+            for (int j = 1; j < num_tiles; j++) {
+                full_wait(j);
+                float s[1][NT / 8][4], corr[2];
+                swa_wg_pin(o[0]);
+                swa_wg_pin(a);
+                my_turn();
+                issue_qk(j, s);
+                issue_pv(j - 1);
+                your_turn(false);
+                swa_wg_wait<1>(); /* S_j has landed; P_{j-1} V_{j-1} may still run */
+                swa_wg_pin(s[0]);
+                softmax(j, s, corr);
+                swa_wg_wait<0>(); /* P_{j-1} V_{j-1} has landed: O and a are mine again */
+                swa_wg_pin(o[0]);
+                swa_wg_pin(a);
+                release_tile(j - 1);
+                rescale_pack(s, corr);
+            }
+            swa_wg_pin(o[0]);
+            swa_wg_pin(a);
+            my_turn();
+            issue_pv(num_tiles - 1);
+            your_turn(true);
+            swa_wg_wait<0>();
+            swa_wg_pin(o[0]);
+            release_tile(num_tiles - 1);
+            release(bar_qempty + qb * 8); /* my last wgmma read of Q has completed */
+            n0 += num_tiles;
+            qn++;
+        }
+
+        swa_quad_sum(dsum);
+        swa_wg_epilogue_regs<D>(prob, o, m, dsum, warp, g, t4);
+    }
+#else
+    (void)prob;
+    (void)smem_raw;
+    (void)tma;
+    (void)sched;
 #endif /* SWA_WGMMA_DEVICE */
 }
 

@@ -96,6 +96,7 @@ typedef struct bench_shape {
     int prefill_engine;              /* 0 mma.sync, 1 Hopper wgmma, 2 wgmma warp-specialised */
     int ws_variant;                  /* swa_cuda_tuning.prefill_ws_variant */
     int kv_loads;                    /* swa_cuda_tuning.prefill_kv_loads: 0 default, 1 cp.async, 2 TMA */
+    int ws_ctas;                     /* swa_cuda_tuning.prefill_ws_ctas: 0 default (CTA per item), -2 persistent */
 } bench_shape;
 
 typedef struct bench_result {
@@ -545,6 +546,11 @@ static const bench_shape bench_shapes[] = {
     {"sweep prefill causal 8192 [wgmma-ws ring 4/1]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 1},
     {"sweep prefill causal 8192 [wgmma-ws ping-pong]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 2},
     {"sweep prefill causal L1023 8192 [wgmma-ws ping-pong]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 2},
+    /* the warp-specialised engine's persistent kernel (one CTA per SM running its share of the
+     * work items, the next item's loads overlapping the current one's last tiles and epilogue)
+     * against the default, one CTA per work item of 128 rows x kv head */
+    {"sweep prefill causal 8192 [wgmma-ws persistent]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 0, 0, -2},
+    {"sweep prefill causal L1023 8192 [wgmma-ws persistent]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 0, 0, -2},
 };
 
 static int bench_usage(FILE *f)
@@ -761,13 +767,17 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
         swa_cuda_tune.decode_warps = b->decode_warps;
         swa_cuda_tune.prefill_ws_variant = b->ws_variant;
         swa_cuda_tune.prefill_kv_loads = b->kv_loads;
+        swa_cuda_tune.prefill_ws_ctas = b->ws_ctas;
         SWA_DEV_SYM(set_prefill_engine)(b->prefill_engine);
         long wgmma_before = SWA_DEV_SYM(prefill_wgmma_launches)(), tma_before = SWA_DEV_SYM(prefill_tma_launches)();
+        swa_cuda_last_kernel(NULL, 0);
         swa_status st = bench_run_shape(b, iters, &res, &e);
         if (st == SWA_OK && b->prefill_engine != 0 && SWA_DEV_SYM(prefill_wgmma_launches)() == wgmma_before)
             st = swa_error_set(&e, SWA_ERR_UNSUPPORTED, "no wgmma engine here (compute capability 9.0 and an sm_90a "
                                                          "build needed): mma.sync ran, not timed as wgmma");
         const bool used_tma = SWA_DEV_SYM(prefill_tma_launches)() != tma_before;
+        char kernel_note[192];
+        swa_cuda_last_kernel(kernel_note, sizeof kernel_note); /* the variant the row timed */
         swa_cuda_tune = saved;
         cJSON *item = cJSON_CreateObject();
         cJSON_AddStringToObject(item, "name", b->name);
@@ -789,6 +799,7 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
             cJSON_AddStringToObject(item, "prefill_engine",
                                     b->prefill_engine == 2 ? "wgmma-ws" : b->prefill_engine ? "wgmma" : "mma.sync");
         if (b->prefill_engine == 2) cJSON_AddStringToObject(item, "kv_loads", used_tma ? "tma" : "cp.async");
+        if (st == SWA_OK && kernel_note[0]) cJSON_AddStringToObject(item, "kernel", kernel_note);
         cJSON_AddItemToArray(arr, item);
         if (st != SWA_OK) {
             printf("%-50s FAILED: %s\n", b->name, e.message);

@@ -37,9 +37,9 @@ swa_status swa_cuda_fail(swa_error *err, cudaError_t code, const char *stmt, con
  * TFLOP/s causal 8192); decode CTAs of 2 warps (fa2 3.51 vs 3.35 TB/s,
  * aiter 3.05 vs 2.64 TB/s).  A 4-deep ring for 2-warp decode was measured
  * at 1.9 TB/s and dropped. */
-swa_cuda_tuning swa_cuda_tune = {32, 2, 2, 0, 0};
+swa_cuda_tuning swa_cuda_tune = {32, 2, 2, 0, 0, 0};
 
-static char swa_cuda_kernel_note[128];
+static char swa_cuda_kernel_note[192];
 
 void swa_cuda_note_kernel(const char *fmt, ...)
 {
@@ -73,6 +73,7 @@ extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_wa
  * TFLOP/s, window 1023 308 / 256 / 228
  * (reports/gpu/h200/softmax-trees-2026-12-01/). */
 extern "C" void SWA_DEV_SYM(set_prefill_kv_loads)(int kv_loads) { swa_cuda_tune.prefill_kv_loads = kv_loads; }
+extern "C" void SWA_DEV_SYM(set_prefill_ws_ctas)(int ctas) { swa_cuda_tune.prefill_ws_ctas = ctas; }
 
 static bool swa_prefill_engine_set; /* by set_prefill_engine: the environment no longer applies */
 extern "C" void SWA_DEV_SYM(set_prefill_engine)(int engine)

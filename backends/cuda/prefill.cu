@@ -57,12 +57,15 @@ template <int D, bool MUT> struct swa_prefill_prob {
         soft_cap = m == SWA_MUTANT_SOFTCAP_COMPILED_OUT ? 0.f : p.soft_cap;
     }
 
-    template <int ROWS> __device__ bool init()
+    /* This CTA's work: the last work item first (under a causal mask the
+     * plan's later tiles of a request carry the most keys; the order of
+     * execution does not change any result). */
+    template <int ROWS> __device__ bool init() { return init_at<ROWS>((int)(gridDim.x - 1 - blockIdx.x)); }
+
+    /* Decodes item cta of the (num_work x sub_tiles x kv heads) grid
+     * (false: its rows are past the plan tile, nothing to do). */
+    template <int ROWS> __device__ bool init_at(int cta)
     {
-        /* last work item first: under a causal mask the plan's later
-         * tiles of a request carry the most keys; the order of execution
-         * does not change any result */
-        int cta = gridDim.x - 1 - blockIdx.x;
         kvh = cta % p.num_kv_heads; /* kv heads fastest: CTAs sharing pages run together */
         cta /= p.num_kv_heads;
         int w = cta / p.sub_tiles, sub = cta % p.sub_tiles;
@@ -199,7 +202,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) swa_prefill_wgm
 
 /* The warp-specialised wgmma engine's kernel: WG consumer warpgroups and
  * one producer (Cfg::THREADS = 128 (WG + 1)); tma: the K/V tensor maps
- * (tma.rows = 0: every tile gathered by cp.async). */
+ * (tma.rows = 0: every tile gathered by cp.async).  One CTA per work item. */
 template <class Cfg, typename T, bool MUT>
 __global__ void __launch_bounds__(Cfg::THREADS, 1)
     swa_prefill_wgmma_ws_kernel(const swa_cuda_prefill_params p, const __grid_constant__ swa_tma_kv tma)
@@ -209,6 +212,24 @@ __global__ void __launch_bounds__(Cfg::THREADS, 1)
     swa_prefill_prob_t<Cfg::D, T, MUT> prob(p);
     if (!prob.template init<Cfg::ROWS>()) return;
     swa_attn_engine_wgmma_ws<Cfg, T>(prob, swa_wgmma_ws_smem, tma);
+#else
+    (void)p;
+    (void)tma;
+#endif
+}
+
+/* The persistent variant (swa_attn_engine_wgmma_wsp): a grid of at most
+ * one CTA per SM, each running the work items swa_ws_sched gives it, of
+ * p.ws_items in all. */
+template <class Cfg, typename T, bool MUT>
+__global__ void __launch_bounds__(Cfg::THREADS, 1)
+    swa_prefill_wgmma_wsp_kernel(const swa_cuda_prefill_params p, const __grid_constant__ swa_tma_kv tma)
+{
+#if SWA_WGMMA_DEVICE
+    extern __shared__ __align__(1024) unsigned char swa_wgmma_wsp_smem[];
+    swa_prefill_prob_t<Cfg::D, T, MUT> prob(p);
+    const swa_ws_sched sched = {p.ws_items};
+    swa_attn_engine_wgmma_wsp<Cfg, T>(prob, swa_wgmma_wsp_smem, tma, sched);
 #else
     (void)p;
     (void)tma;
@@ -353,6 +374,77 @@ template <int D, typename T> static bool swa_prefill_tma_encode(const swa_cuda_p
 }
 #endif
 
+#if SWA_TENSOR_CORE_ENGINE
+/* The warp-specialised kernel over `items` work items (num_work x
+ * sub_tiles x kv heads): its register split checked, the K/V tensor maps
+ * when TMA is asked for, and the grid (swa_cuda_tuning.prefill_ws_ctas):
+ * one CTA per item, or, for 128-row tiles, the persistent kernel on one
+ * CTA per SM or fewer, each running its share of the items (swa_ws_sched).
+ * The default is one CTA per item: on an H200 the persistent kernel ran
+ * causal 8192 at 395 TFLOP/s against 438-446, and window 1023 at 309-314
+ * against 302-310 (two runs; reports/gpu/h200/persistent-2026-12-01/). */
+template <class Cfg, typename T, bool MUT>
+static swa_status swa_prefill_launch_ws(swa_cuda_prefill_params p, int items, const char *split,
+                                        cudaStream_t stream, swa_error *err)
+{
+    auto kernel = swa_prefill_wgmma_ws_kernel<Cfg, T, MUT>;
+    int smem = Cfg::SMEM_BYTES, ctas = items;
+    /* the persistent kernel: 128-row tiles, the default ring */
+    constexpr bool can_persist = Cfg::WG == 2 && Cfg::STAGES == 5 && Cfg::LAG == 1 && !Cfg::PINGPONG;
+    typedef swa_wgmma_wsp_cfg<Cfg::D, 2> PCfg;
+    int want = swa_cuda_tune.prefill_ws_ctas;
+    if (can_persist && want != 0 && want != -1) {
+        if (want == -2) { /* one CTA per SM (the kernel's shared memory allows one) */
+            int dev = 0;
+            SWA_CUDA_TRY(cudaGetDevice(&dev));
+            SWA_CUDA_TRY(cudaDeviceGetAttribute(&want, cudaDevAttrMultiProcessorCount, dev));
+        }
+        if (want > 0 && want < items) {
+            kernel = swa_prefill_wgmma_wsp_kernel<PCfg, T, MUT>;
+            smem = PCfg::SMEM_BYTES;
+            ctas = want;
+        }
+    }
+    if constexpr (Cfg::WG == 2) {
+        /* setmaxnreg moves registers from the producer to the consumers
+         * inside the CTA's allocation: the launch must get at least
+         * (128 x 56 + 256 x 224) / 384 = 168 per thread, or the consumers'
+         * increase never completes (a hang) */
+        static_assert(PCfg::PRODUCER_REGS == Cfg::PRODUCER_REGS && PCfg::CONSUMER_REGS == Cfg::CONSUMER_REGS,
+                      "both warp-specialised kernels split the registers alike");
+        cudaFuncAttributes fa;
+        SWA_CUDA_TRY(cudaFuncGetAttributes(&fa, kernel));
+        const int need = (Cfg::PRODUCERS * Cfg::PRODUCER_REGS + Cfg::CONSUMERS * Cfg::CONSUMER_REGS) / Cfg::THREADS;
+        if (fa.numRegs < need)
+            return swa_error_set(err, SWA_ERR_DEVICE,
+                                 "cuda prefill: the warp-specialised wgmma kernel was built with %d registers "
+                                 "per thread; its setmaxnreg split (producer %d, consumers %d) needs %d",
+                                 fa.numRegs, Cfg::PRODUCER_REGS, Cfg::CONSUMER_REGS, need);
+    }
+    p.ws_items = items;
+    swa_tma_kv tma;
+    /* K/V by TMA boxes only when asked (prefill_kv_loads 2): the gather is
+     * the default, faster on an H200 (bench_cuda.cu's "[wgmma-ws TMA]"
+     * sweep rows) */
+    if (swa_cuda_tune.prefill_kv_loads != 2 || !swa_prefill_tma_encode<Cfg::D, T>(p, &tma))
+        memset(&tma, 0, sizeof tma); /* rows 0: the cp.async gather */
+    SWA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    kernel<<<(unsigned)ctas, Cfg::THREADS, smem, stream>>>(p, tma);
+    SWA_CUDA_TRY_LAUNCH("prefill kernel");
+    swa_prefill_wgmma_count++;
+    if (tma.rows > 0) swa_prefill_tma_count++;
+    char loads[48], grid[80];
+    if (tma.rows > 0) snprintf(loads, sizeof loads, "TMA boxes of %d keys", tma.rows);
+    else snprintf(loads, sizeof loads, "cp.async");
+    if (ctas < items)
+        snprintf(grid, sizeof grid, ", persistent: %d CTA%s for %d work items", ctas, ctas == 1 ? "" : "s", items);
+    else grid[0] = '\0';
+    swa_cuda_note_kernel("prefill wgmma-ws: %d consumer warpgroup%s + producer, %d-stage ring, K/V by %s%s%s%s", Cfg::WG,
+                         Cfg::WG == 1 ? "" : "s", Cfg::STAGES, loads, Cfg::PINGPONG ? ", ping-pong" : "", grid, split);
+    return SWA_OK;
+}
+#endif
+
 /* ENGINE: 0 mma.sync (or the portable engine), 1 wgmma, 2 wgmma warp-specialised */
 template <class Cfg, typename T, bool MUT, int ENGINE = 0>
 static swa_status swa_prefill_launch_cfg(const swa_cuda_prefill_params *pp, int num_work, bool write_lse,
@@ -361,64 +453,35 @@ static swa_status swa_prefill_launch_cfg(const swa_cuda_prefill_params *pp, int 
     swa_cuda_prefill_params p = *pp;
     if (!write_lse) p.lse = NULL;
     p.sub_tiles = p.cta_tile_q > Cfg::ROWS ? p.cta_tile_q / Cfg::ROWS : 1;
+    const char *split = p.split_kv ? ", split-KV + merge" : "";
     if (num_work > 0) {
-        void (*kernel)(const swa_cuda_prefill_params) = NULL;
+        const long long items = (long long)num_work * p.sub_tiles * p.num_kv_heads;
+        if (items > INT_MAX)
+            return swa_error_set(err, SWA_ERR_UNSUPPORTED, "cuda prefill: %lld CTAs (work items x heads) over the grid limit",
+                                 items);
 #if SWA_TENSOR_CORE_ENGINE
-        if constexpr (ENGINE == 1) {
-            kernel = swa_prefill_wgmma_kernel<Cfg, T, MUT>;
-            swa_prefill_wgmma_count++;
-            swa_cuda_note_kernel("prefill wgmma (serial): %d warpgroup%s, %d-stage ring%s", Cfg::WG,
-                                 Cfg::WG == 1 ? "" : "s", Cfg::STAGES, p.split_kv ? ", split-KV + merge" : "");
-        } else if constexpr (ENGINE == 2) {
-            auto ws_kernel = swa_prefill_wgmma_ws_kernel<Cfg, T, MUT>;
-            if constexpr (Cfg::WG == 2) {
-                /* setmaxnreg moves registers from the producer to the
-                 * consumers inside the CTA's allocation: the launch must get
-                 * at least (128 x 56 + 256 x 224) / 384 = 168 per thread, or
-                 * the consumers' increase never completes (a hang) */
-                static int regs = -1;
-                if (regs < 0) {
-                    cudaFuncAttributes fa;
-                    SWA_CUDA_TRY(cudaFuncGetAttributes(&fa, ws_kernel));
-                    regs = fa.numRegs;
-                }
-                const int need = (Cfg::PRODUCERS * Cfg::PRODUCER_REGS + Cfg::CONSUMERS * Cfg::CONSUMER_REGS) / Cfg::THREADS;
-                if (regs < need)
-                    return swa_error_set(err, SWA_ERR_DEVICE,
-                                         "cuda prefill: the warp-specialised wgmma kernel was built with %d registers "
-                                         "per thread; its setmaxnreg split (producer %d, consumers %d) needs %d",
-                                         regs, Cfg::PRODUCER_REGS, Cfg::CONSUMER_REGS, need);
-            }
-            swa_tma_kv tma;
-            /* K/V by TMA boxes only when asked (prefill_kv_loads 2): the
-             * gather is the default, faster on an H200 (bench_cuda.cu's
-             * "[wgmma-ws TMA]" sweep rows) */
-            if (swa_cuda_tune.prefill_kv_loads != 2 || !swa_prefill_tma_encode<Cfg::D, T>(p, &tma))
-                memset(&tma, 0, sizeof tma); /* rows 0: the cp.async gather */
-            SWA_CUDA_TRY(cudaFuncSetAttribute(ws_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
-            dim3 grid((unsigned)((long long)num_work * p.sub_tiles * p.num_kv_heads));
-            ws_kernel<<<grid, Cfg::THREADS, Cfg::SMEM_BYTES, stream>>>(p, tma);
-            SWA_CUDA_TRY_LAUNCH("prefill kernel");
-            swa_prefill_wgmma_count++;
-            if (tma.rows > 0) swa_prefill_tma_count++;
-            char loads[48];
-            if (tma.rows > 0) snprintf(loads, sizeof loads, "TMA boxes of %d keys", tma.rows);
-            else snprintf(loads, sizeof loads, "cp.async");
-            swa_cuda_note_kernel("prefill wgmma-ws: %d consumer warpgroup%s + producer, %d-stage ring, K/V by %s%s%s",
-                                 Cfg::WG, Cfg::WG == 1 ? "" : "s", Cfg::STAGES, loads, Cfg::PINGPONG ? ", ping-pong" : "",
-                                 p.split_kv ? ", split-KV + merge" : "");
-            kernel = NULL;
+        if constexpr (ENGINE == 2) {
+            swa_status st = swa_prefill_launch_ws<Cfg, T, MUT>(p, (int)items, split, stream, err);
+            if (st != SWA_OK) return st;
         } else
 #endif
         {
-            kernel = swa_prefill_kernel<Cfg, T, MUT>;
-            swa_cuda_note_kernel("prefill %s: %d rows per CTA, %d warps%s", SWA_ENGINE_NAME, Cfg::ROWS, Cfg::NW,
-                                 p.split_kv ? ", split-KV + merge" : "");
-        }
-        if (kernel) {
+            void (*kernel)(const swa_cuda_prefill_params) = NULL;
+#if SWA_TENSOR_CORE_ENGINE
+            if constexpr (ENGINE == 1) {
+                kernel = swa_prefill_wgmma_kernel<Cfg, T, MUT>;
+                swa_prefill_wgmma_count++;
+                swa_cuda_note_kernel("prefill wgmma (serial): %d warpgroup%s, %d-stage ring%s", Cfg::WG,
+                                     Cfg::WG == 1 ? "" : "s", Cfg::STAGES, split);
+            } else
+#endif
+            {
+                kernel = swa_prefill_kernel<Cfg, T, MUT>;
+                swa_cuda_note_kernel("prefill %s: %d rows per CTA, %d warps%s", SWA_ENGINE_NAME, Cfg::ROWS, Cfg::NW,
+                                     split);
+            }
             SWA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
-            dim3 grid((unsigned)((long long)num_work * p.sub_tiles * p.num_kv_heads));
-            kernel<<<grid, Cfg::THREADS, Cfg::SMEM_BYTES, stream>>>(p);
+            kernel<<<(unsigned)items, Cfg::THREADS, Cfg::SMEM_BYTES, stream>>>(p);
             SWA_CUDA_TRY_LAUNCH("prefill kernel");
         }
     }
