@@ -173,41 +173,16 @@ template <int D_, int WG_, int STAGES_ = 5, int LAG_ = 1, bool PINGPONG_ = false
 };
 
 /* Shape of the persistent warp-specialised engine
- * (swa_attn_engine_wgmma_wsp): as swa_wgmma_ws_cfg, with two Q buffers (a
+ * (swa_attn_engine_wgmma_wsp): swa_wgmma_ws_cfg's, with two Q buffers (a
  * CTA runs several work items: the producer loads the next item's Q while
- * the consumers finish the current one), a
- * STAGES-deep K/V ring with a full and an empty mbarrier per stage and per
- * Q buffer; the producer signals a stage LAG tiles after issuing it (once
- * its copies have landed: cp.async.wait_group LAG).  No epilogue buffer:
- * the consumers write their rows from registers. */
-template <int D_, int WG_, int STAGES_ = 5, int LAG_ = 1, bool PINGPONG_ = false> struct swa_wgmma_wsp_cfg {
-    static constexpr int D = D_, WG = WG_;
-    static constexpr bool PINGPONG = PINGPONG_ && WG_ == 2; /* the two consumers take turns issuing */
-    static constexpr int NW = 4 * (WG + 1), THREADS = NW * 32, ROWS = 64 * WG;
-    static constexpr int CONSUMERS = 128 * WG, PRODUCERS = 128;
-    /* 64-key tiles, as the host emulation's and the other engines': 128-key
-     * tiles (m64n128k16 for S) ran at 253 TFLOP/s against 247-250 on an
-     * H200, but move the edge tiles away from the spec's (the edge-tile
-     * mutant then no longer breaks the same elements as on the host) */
-    static constexpr int TK = 64, NT = 64;
-    static constexpr int STAGES = STAGES_, LAG = LAG_;
-    static constexpr int Q_BYTES = ROWS * D * 2; /* one Q buffer */
-    static constexpr int TILE_BYTES = TK * D * 2;
-    static constexpr int STAGE_BYTES = 2 * TILE_BYTES;
-    static constexpr int RING_BYTES = STAGES * STAGE_BYTES;
-    static constexpr int BAR_BYTES = (2 * STAGES + 4) * 8; /* full[STAGES], empty[STAGES], q_full[2], q_empty[2] */
-    static constexpr int ALIGN = 1024;
-    static constexpr int SMEM_BYTES = ALIGN + 2 * Q_BYTES + RING_BYTES + BAR_BYTES;
-    static constexpr int CHUNKS = D / 8;
-    static constexpr int LOADS = TK * CHUNKS / PRODUCERS;
-    static constexpr int MIN_BLOCKS = 1;
-    /* registers per thread after setmaxnreg (two consumer warpgroups only:
-     * 384 threads launch with 168; 128 x (168 - 56) = 256 x (224 - 168)) */
-    static constexpr int PRODUCER_REGS = 56, CONSUMER_REGS = 224;
-    static_assert(D == 64 || D == 128, "wgmma engine: head_dim 64 or 128");
-    static_assert(WG == 1 || WG == 2, "wgmma engine: one or two consumer warpgroups");
-    static_assert(LAG >= 0 && LAG <= STAGES - 2, "ring: the producer may lag at most STAGES - 2 tiles (deadlock-free)");
-    static_assert((TK * CHUNKS) % PRODUCERS == 0, "tile loads must split evenly over the producer");
+ * the consumers finish the current one), a full and an empty mbarrier per
+ * Q buffer besides the ring's, and no epilogue buffer (the consumers
+ * write their rows from registers). */
+template <int D_, int WG_, int STAGES_ = 5, int LAG_ = 1>
+struct swa_wgmma_wsp_cfg : swa_wgmma_ws_cfg<D_, WG_, STAGES_, LAG_, false> {
+    typedef swa_wgmma_ws_cfg<D_, WG_, STAGES_, LAG_, false> base;
+    static constexpr int BAR_BYTES = (2 * base::STAGES + 4) * 8; /* full[STAGES], empty[STAGES], q_full[2], q_empty[2] */
+    static constexpr int SMEM_BYTES = base::ALIGN + 2 * base::Q_BYTES + base::RING_BYTES + BAR_BYTES;
     static_assert(SMEM_BYTES <= 227 * 1024, "wgmma engine: shared memory over the sm_90 limit");
 };
 
@@ -719,6 +694,155 @@ __device__ __forceinline__ void swa_attn_engine_wgmma(Prob &prob, unsigned char 
 }
 
 /* ---------------------------------------------------------------------------
+ * Pieces of the two warp-specialised engines (one CTA per work item, and
+ * persistent), so that each exists once. */
+#if SWA_WGMMA_DEVICE
+
+/* The producer's TMA tile: one thread announces the stage's bytes on its
+ * full barrier and issues the boxes (D/64 per R keys, of K and of V); the
+ * others arrive at once (the phase completes when the bytes have landed).
+ * Measured on an H200 against boxes issued by 4 threads with the page-table
+ * reads a tile ahead: the same (313 vs 312 TFLOP/s causal 8192), both below
+ * the gather. */
+template <class Cfg, class Prob>
+__device__ __forceinline__ void swa_ws_tma_tile(const Prob &prob, const swa_tma_kv &tma, unsigned char *sK, int key0,
+                                                uint32_t bar, int ptid)
+{
+    if (ptid == 0) {
+        swa_mbar_arrive_expect_tx(bar, (uint32_t)Cfg::STAGE_BYTES);
+        const uint32_t k_addr = swa_smem_addr(sK), v_addr = k_addr + (uint32_t)Cfg::TILE_BYTES;
+        for (int j = 0; j < Cfg::TK; j += tma.rows) {
+            int page, slot;
+            prob.tma_page_slot(key0 + j, page, slot);
+            const int c1 = tma.hnd ? slot : prob.kvh, c2 = tma.hnd ? prob.kvh : slot;
+#pragma unroll
+            for (int b = 0; b < Cfg::D / 64; b++) {
+                const uint32_t off = (uint32_t)(b * Cfg::TK * 128 + j * 128);
+                swa_tma_load_4d(k_addr + off, &tma.k, b * 64, c1, c2, page, bar);
+                swa_tma_load_4d(v_addr + off, &tma.v, b * 64, c1, c2, page, bar);
+            }
+        }
+    } else {
+        swa_mbar_arrive(bar);
+    }
+}
+
+/* A consumer warpgroup's tiles of one work item: per tile j, wait for its
+ * stage (the CTA's ring position n0 + j), issue S = Q K_j^T and, in the
+ * same fence, O += P_{j-1} V_{j-1}; wait for S only (wait_group 1), mask
+ * and online softmax while P V runs, wait for it, release tile j-1's stage
+ * (lane 0 of each warp arrives on empty), rescale O by the change of
+ * maximum and pack P_j.  The last tile's P V follows the loop;
+ * RELEASE_LAST: its stage is released too (a persistent CTA reuses it).
+ * ptxas needs every wgmma batch and its wait on every path, so the first
+ * tile is peeled off the loop and nothing in the loop is conditional on j.
+ *
+ * Ping-pong (Cfg::PINGPONG): warpgroup w issues its products only after
+ * the other has issued its own (named barrier 4 + w, 256 threads: my 128
+ * wait, the other's 128 arrive), so one warpgroup's softmax runs while the
+ * other's products hold the tensor cores; warpgroup 0 goes first, and
+ * warpgroup 1 leaves out the arrival after its last batch (every wait then
+ * has exactly one arrival; both warpgroups run the same tiles). */
+template <class Cfg, typename T, bool RELEASE_LAST, class Prob>
+__device__ __forceinline__ void swa_ws_consume_tiles(const Prob &prob, int num_tiles, int n0, uint64_t q_desc,
+                                                     uint32_t ring_addr, uint32_t bar_full, uint32_t bar_empty,
+                                                     const int (&lo)[2], const int (&hi)[2],
+                                                     float (&o)[1][Cfg::D / 8][4], float (&m)[2], float (&dsum)[2],
+                                                     int lane, int t4, int wgi)
+{
+    constexpr int D = Cfg::D, NT = Cfg::NT, TK = Cfg::TK, ROWS = Cfg::ROWS, STAGES = Cfg::STAGES;
+    const float masked_low = prob.masked_low_logit();
+    const float scale2 = prob.sm_scale * SWA_LOG2E;
+    const int kv_begin = prob.kv_begin;
+    auto stage_addr = [&](int j) { return ring_addr + (uint32_t)(((n0 + j) % STAGES) * Cfg::STAGE_BYTES); };
+    auto full_wait = [&](int j) {
+        const int n = n0 + j;
+        swa_mbar_wait(bar_full + (n % STAGES) * 8, (uint32_t)((n / STAGES) & 1));
+    };
+    auto release = [&](int j) {
+        __syncwarp();
+        if (lane == 0) swa_mbar_arrive(bar_empty + ((n0 + j) % STAGES) * 8);
+    };
+
+    uint32_t a[NT / 16][4]; /* P of the previous tile, the A operand of its P V */
+    auto issue_qk = [&](int j, float (&s)[1][NT / 8][4]) {
+        const uint64_t k_desc = swa_wg_desc(stage_addr(j), 16, 1024);
+        swa_wg_fence();
+        swa_wg_qk_steps<D, ROWS, TK, T>(s, q_desc, k_desc);
+        swa_wg_commit();
+    };
+    auto issue_pv = [&](int j) {
+        const uint64_t v_desc = swa_wg_desc(stage_addr(j) + Cfg::TILE_BYTES, TK * 128, 1024);
+        swa_wg_fence();
+        swa_wg_pv_steps<NT, D, T>(o, a, v_desc);
+        swa_wg_commit();
+    };
+    /* mask and online softmax of S_j (corr: each row's change of maximum) */
+    auto softmax = [&](int j, float (&s)[1][NT / 8][4], float (&corr)[2]) {
+        const int key0 = kv_begin + j * TK;
+        const float mul = swa_tile_logits<1, NT>(s, prob, lo, hi, key0, key0, t4, masked_low, scale2);
+        swa_tile_softmax_p<1, NT>(s, m, dsum, corr, mul);
+    };
+    /* O rescaled (its previous products landed), P_j packed as the A operand */
+    auto rescale_pack = [&](float (&s)[1][NT / 8][4], const float (&corr)[2]) {
+        swa_rescale_o<1, D / 8>(o, corr);
+        swa_wg_pack_p<NT, T>(a, s);
+    };
+    auto my_turn = [&]() {
+        if constexpr (Cfg::PINGPONG) swa_named_sync(4 + wgi, 256);
+    };
+    auto your_turn = [&](bool last) {
+        if constexpr (Cfg::PINGPONG) {
+            if (!(last && wgi == 1)) swa_named_arrive(4 + (wgi ^ 1), 256);
+        }
+    };
+    if constexpr (Cfg::PINGPONG) {
+        if (wgi == 1 && num_tiles > 0) swa_named_arrive(4, 256);
+    }
+
+    if (num_tiles > 0) {
+        {
+            full_wait(0);
+            float s[1][NT / 8][4], corr[2];
+            my_turn();
+            issue_qk(0, s);
+            your_turn(false);
+            swa_wg_wait<0>();
+            swa_wg_pin(s[0]);
+            softmax(0, s, corr);
+            rescale_pack(s, corr);
+        }
+        for (int j = 1; j < num_tiles; j++) {
+            full_wait(j);
+            float s[1][NT / 8][4], corr[2];
+            swa_wg_pin(o[0]);
+            swa_wg_pin(a);
+            my_turn();
+            issue_qk(j, s);
+            issue_pv(j - 1);
+            your_turn(false);
+            swa_wg_wait<1>(); /* S_j has landed; P_{j-1} V_{j-1} may still run */
+            swa_wg_pin(s[0]);
+            softmax(j, s, corr);
+            swa_wg_wait<0>(); /* P_{j-1} V_{j-1} has landed: O and a are mine again */
+            swa_wg_pin(o[0]);
+            swa_wg_pin(a);
+            release(j - 1);
+            rescale_pack(s, corr);
+        }
+        swa_wg_pin(o[0]);
+        swa_wg_pin(a);
+        my_turn();
+        issue_pv(num_tiles - 1);
+        your_turn(true);
+        swa_wg_wait<0>();
+        swa_wg_pin(o[0]);
+        if constexpr (RELEASE_LAST) release(num_tiles - 1);
+    }
+}
+#endif /* SWA_WGMMA_DEVICE */
+
+/* ---------------------------------------------------------------------------
  * The warp-specialised engine: the same attention, the same tiles, the
  * same rounding points as swa_attn_engine_wgmma, with the work split by
  * role and the two products overlapped with the softmax.
@@ -770,7 +894,7 @@ template <class Cfg, typename T, class Prob>
 __device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned char *smem_raw, const swa_tma_kv &tma)
 {
 #if SWA_WGMMA_DEVICE
-    constexpr int D = Cfg::D, NT = Cfg::NT, TK = Cfg::TK, ROWS = Cfg::ROWS, WG = Cfg::WG;
+    constexpr int D = Cfg::D, TK = Cfg::TK, ROWS = Cfg::ROWS, WG = Cfg::WG;
     constexpr int STAGES = Cfg::STAGES, LAG = Cfg::LAG, CHUNKS = Cfg::CHUNKS, CONSUMERS = Cfg::CONSUMERS;
     constexpr int ES = Cfg::EPI_STRIDE;
 
@@ -823,31 +947,7 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned ch
             if (t >= STAGES) swa_mbar_wait(bar_empty + st * 8, (uint32_t)((t / STAGES - 1) & 1));
             unsigned char *sK = sRing + st * Cfg::STAGE_BYTES;
             if (by_tma(t)) {
-                /* one thread announces the stage's bytes on full[st] and
-                 * issues the boxes (D/64 per R keys, of K and of V); the
-                 * others arrive at once (the phase completes when the bytes
-                 * have landed).  Measured on an H200 against boxes issued by
-                 * 4 threads with the page-table reads a tile ahead: the same
-                 * (313 vs 312 TFLOP/s causal 8192), both below the gather */
-                const uint32_t bar = bar_full + st * 8;
-                if (ptid == 0) {
-                    swa_mbar_arrive_expect_tx(bar, (uint32_t)Cfg::STAGE_BYTES);
-                    const uint32_t k_addr = swa_smem_addr(sK), v_addr = k_addr + (uint32_t)Cfg::TILE_BYTES;
-                    const int key0 = kv_begin + t * TK;
-                    for (int j = 0; j < TK; j += R) {
-                        int page, slot;
-                        prob.tma_page_slot(key0 + j, page, slot);
-                        const int c1 = tma.hnd ? slot : prob.kvh, c2 = tma.hnd ? prob.kvh : slot;
-#pragma unroll
-                        for (int b = 0; b < D / 64; b++) {
-                            const uint32_t off = (uint32_t)(b * TK * 128 + j * 128);
-                            swa_tma_load_4d(k_addr + off, &tma.k, b * 64, c1, c2, page, bar);
-                            swa_tma_load_4d(v_addr + off, &tma.v, b * 64, c1, c2, page, bar);
-                        }
-                    }
-                } else {
-                    swa_mbar_arrive(bar);
-                }
+                swa_ws_tma_tile<Cfg>(prob, tma, sK, kv_begin + t * TK, bar_full + st * 8, ptid);
             } else {
                 loads.issue(prob, kg, vg, sK, sK + Cfg::TILE_BYTES, t,
                             [](int j, int c) { return swa_sw128_off<TK>(j, c); });
@@ -878,103 +978,10 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned ch
     int lo[2], hi[2];
     float o[1][D / 8][4], m[2], dsum[2];
     swa_wg_rows_init<D>(prob, warp, g, lo, hi, o, m, dsum);
-    const float masked_low = prob.masked_low_logit();
-    const float scale2 = prob.sm_scale * SWA_LOG2E;
 
     const uint64_t q_desc = swa_wg_desc(swa_smem_addr(sQ) + (uint32_t)(wgi * 64 * 128), 16, 1024);
-    const uint32_t ring_addr = swa_smem_addr(sRing);
-    auto v_desc_of = [&](int tile) {
-        return swa_wg_desc(ring_addr + (uint32_t)((tile % STAGES) * Cfg::STAGE_BYTES) + Cfg::TILE_BYTES, TK * 128, 1024);
-    };
-    auto release = [&](int tile) {
-        __syncwarp();
-        if (lane == 0) swa_mbar_arrive(bar_empty + (tile % STAGES) * 8);
-    };
-
-    uint32_t a[NT / 16][4]; /* P of the previous tile, the A operand of its P V */
-    /* S_j = Q K_j^T issued (one batch); ptxas needs every wgmma batch and
-     * its wait on every path, so the first tile is peeled off the loop and
-     * nothing in the loop is conditional on j */
-    auto issue_qk = [&](int j, float (&s)[1][NT / 8][4]) {
-        const uint64_t k_desc = swa_wg_desc(ring_addr + (uint32_t)((j % STAGES) * Cfg::STAGE_BYTES), 16, 1024);
-        swa_wg_fence();
-        swa_wg_qk_steps<D, ROWS, TK, T>(s, q_desc, k_desc);
-        swa_wg_commit();
-    };
-    auto issue_pv = [&](int j) {
-        const uint64_t v_desc = v_desc_of(j);
-        swa_wg_fence();
-        swa_wg_pv_steps<NT, D, T>(o, a, v_desc);
-        swa_wg_commit();
-    };
-    /* mask and online softmax of S_j (corr: each row's change of maximum) */
-    auto softmax = [&](int j, float (&s)[1][NT / 8][4], float (&corr)[2]) {
-        const int key0 = kv_begin + j * TK;
-        const float mul = swa_tile_logits<1, NT>(s, prob, lo, hi, key0, key0, t4, masked_low, scale2);
-        swa_tile_softmax_p<1, NT>(s, m, dsum, corr, mul);
-    };
-    /* O rescaled (its previous products landed), P_j packed as the A operand */
-    auto rescale_pack = [&](float (&s)[1][NT / 8][4], const float (&corr)[2]) {
-        swa_rescale_o<1, D / 8>(o, corr);
-        swa_wg_pack_p<NT, T>(a, s);
-    };
-
-    /* ping-pong (Cfg::PINGPONG): warpgroup w issues its products only
-     * after the other has issued its own (named barrier 4 + w, 256
-     * threads: my 128 wait, the other's 128 arrive), so one warpgroup's
-     * softmax runs while the other's products hold the tensor cores;
-     * warpgroup 0 goes first, and warpgroup 1 leaves out the arrival after
-     * its last batch (every wait then has exactly one arrival) */
-    auto my_turn = [&]() {
-        if constexpr (Cfg::PINGPONG) swa_named_sync(4 + wgi, 256);
-    };
-    auto your_turn = [&](bool last) {
-        if constexpr (Cfg::PINGPONG) {
-            if (!(last && wgi == 1)) swa_named_arrive(4 + (wgi ^ 1), 256);
-        }
-    };
-    if constexpr (Cfg::PINGPONG) {
-        if (wgi == 1 && num_tiles > 0) swa_named_arrive(4, 256);
-    }
-
-    if (num_tiles > 0) {
-        {
-            swa_mbar_wait(bar_full, 0u);
-            float s[1][NT / 8][4], corr[2];
-            my_turn();
-            issue_qk(0, s);
-            your_turn(false);
-            swa_wg_wait<0>();
-            swa_wg_pin(s[0]);
-            softmax(0, s, corr);
-            rescale_pack(s, corr);
-        }
-        for (int j = 1; j < num_tiles; j++) {
-            swa_mbar_wait(bar_full + (j % STAGES) * 8, (uint32_t)((j / STAGES) & 1));
-            float s[1][NT / 8][4], corr[2];
-            swa_wg_pin(o[0]);
-            swa_wg_pin(a);
-            my_turn();
-            issue_qk(j, s);
-            issue_pv(j - 1);
-            your_turn(false);
-            swa_wg_wait<1>(); /* S_j has landed; P_{j-1} V_{j-1} may still run */
-            swa_wg_pin(s[0]);
-            softmax(j, s, corr);
-            swa_wg_wait<0>(); /* P_{j-1} V_{j-1} has landed: O and a are mine again */
-            swa_wg_pin(o[0]);
-            swa_wg_pin(a);
-            release(j - 1);
-            rescale_pack(s, corr);
-        }
-        swa_wg_pin(o[0]);
-        swa_wg_pin(a);
-        my_turn();
-        issue_pv(num_tiles - 1);
-        your_turn(true);
-        swa_wg_wait<0>();
-        swa_wg_pin(o[0]);
-    }
+    swa_ws_consume_tiles<Cfg, T, false>(prob, num_tiles, 0, q_desc, swa_smem_addr(sRing), bar_full, bar_empty, lo, hi, o,
+                                        m, dsum, lane, t4, wgi);
 
     swa_quad_sum(dsum);
 
@@ -1057,7 +1064,7 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_wsp(Prob &prob, unsigned c
                                                          const swa_ws_sched &sched)
 {
 #if SWA_WGMMA_DEVICE
-    constexpr int D = Cfg::D, NT = Cfg::NT, TK = Cfg::TK, ROWS = Cfg::ROWS, WG = Cfg::WG;
+    constexpr int D = Cfg::D, TK = Cfg::TK, ROWS = Cfg::ROWS, WG = Cfg::WG;
     constexpr int STAGES = Cfg::STAGES, LAG = Cfg::LAG, CHUNKS = Cfg::CHUNKS, CONSUMERS = Cfg::CONSUMERS;
 
     unsigned char *smem = smem_raw + ((Cfg::ALIGN - (swa_smem_addr(smem_raw) & (Cfg::ALIGN - 1))) & (Cfg::ALIGN - 1));
@@ -1127,32 +1134,7 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_wsp(Prob &prob, unsigned c
                 if (n >= STAGES) swa_mbar_wait(bar_empty + st * 8, (uint32_t)((n / STAGES - 1) & 1));
                 unsigned char *sK = sRing + st * Cfg::STAGE_BYTES;
                 if (by_tma(t)) {
-                    /* one thread announces the stage's bytes on full[st] and
-                     * issues the boxes (D/64 per R keys, of K and of V); the
-                     * others arrive at once (the phase completes when the
-                     * bytes have landed).  Measured on an H200 against boxes
-                     * issued by 4 threads with the page-table reads a tile
-                     * ahead: the same (313 vs 312 TFLOP/s causal 8192), both
-                     * below the gather */
-                    const uint32_t bar = bar_full + st * 8;
-                    if (ptid == 0) {
-                        swa_mbar_arrive_expect_tx(bar, (uint32_t)Cfg::STAGE_BYTES);
-                        const uint32_t k_addr = swa_smem_addr(sK), v_addr = k_addr + (uint32_t)Cfg::TILE_BYTES;
-                        const int key0 = kv_begin + t * TK;
-                        for (int j = 0; j < TK; j += R) {
-                            int page, slot;
-                            prob.tma_page_slot(key0 + j, page, slot);
-                            const int c1 = tma.hnd ? slot : prob.kvh, c2 = tma.hnd ? prob.kvh : slot;
-#pragma unroll
-                            for (int b = 0; b < D / 64; b++) {
-                                const uint32_t off = (uint32_t)(b * TK * 128 + j * 128);
-                                swa_tma_load_4d(k_addr + off, &tma.k, b * 64, c1, c2, page, bar);
-                                swa_tma_load_4d(v_addr + off, &tma.v, b * 64, c1, c2, page, bar);
-                            }
-                        }
-                    } else {
-                        swa_mbar_arrive(bar);
-                    }
+                    swa_ws_tma_tile<Cfg>(prob, tma, sK, kv_begin + t * TK, bar_full + st * 8, ptid);
                 } else {
                     loads.issue(prob, kg, vg, sK, sK + Cfg::TILE_BYTES, t,
                                 [](int j, int c) { return swa_sw128_off<TK>(j, c); });
@@ -1182,7 +1164,6 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_wsp(Prob &prob, unsigned c
 
     /* ---- consumers ---- */
     if constexpr (WG == 2) swa_setmaxnreg_inc<Cfg::CONSUMER_REGS>();
-    const float scale2 = prob.sm_scale * SWA_LOG2E;
     const uint32_t ring_addr = swa_smem_addr(sRing);
 
     for (int k = 0;; k++) {
@@ -1195,110 +1176,17 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_wsp(Prob &prob, unsigned c
         int lo[2], hi[2];
         float o[1][D / 8][4], m[2], dsum[2];
         swa_wg_rows_init<D>(prob, warp, g, lo, hi, o, m, dsum);
-        const float masked_low = prob.masked_low_logit();
-
-        const int qb = qn & 1;
-        /* my warpgroup's 64 rows of Q buffer qb */
-        const uint64_t q_desc =
-            swa_wg_desc(swa_smem_addr(sQ) + (uint32_t)(qb * Cfg::Q_BYTES + wgi * 64 * 128), 16, 1024);
-        auto stage_addr = [&](int j) { return ring_addr + (uint32_t)(((n0 + j) % STAGES) * Cfg::STAGE_BYTES); };
-        auto full_wait = [&](int j) {
-            const int n = n0 + j;
-            swa_mbar_wait(bar_full + (n % STAGES) * 8, (uint32_t)((n / STAGES) & 1));
-        };
-        auto release = [&](uint32_t bar) {
-            __syncwarp();
-            if (lane == 0) swa_mbar_arrive(bar);
-        };
-        auto release_tile = [&](int j) { release(bar_empty + ((n0 + j) % STAGES) * 8); };
-
-        uint32_t a[NT / 16][4]; /* P of the previous tile, the A operand of its P V */
-        /* S_j = Q K_j^T issued (one batch); ptxas needs every wgmma batch
-         * and its wait on every path, so the first tile is peeled off the
-         * loop and nothing in the loop is conditional on j */
-        auto issue_qk = [&](int j, float (&s)[1][NT / 8][4]) {
-            const uint64_t k_desc = swa_wg_desc(stage_addr(j), 16, 1024);
-            swa_wg_fence();
-            swa_wg_qk_steps<D, ROWS, TK, T>(s, q_desc, k_desc);
-            swa_wg_commit();
-        };
-        auto issue_pv = [&](int j) {
-            const uint64_t v_desc = swa_wg_desc(stage_addr(j) + Cfg::TILE_BYTES, TK * 128, 1024);
-            swa_wg_fence();
-            swa_wg_pv_steps<NT, D, T>(o, a, v_desc);
-            swa_wg_commit();
-        };
-        /* mask and online softmax of S_j (corr: each row's change of maximum) */
-        auto softmax = [&](int j, float (&s)[1][NT / 8][4], float (&corr)[2]) {
-            const int key0 = kv_begin + j * TK;
-            const float mul = swa_tile_logits<1, NT>(s, prob, lo, hi, key0, key0, t4, masked_low, scale2);
-            swa_tile_softmax_p<1, NT>(s, m, dsum, corr, mul);
-        };
-        /* O rescaled (its previous products landed), P_j packed as the A operand */
-        auto rescale_pack = [&](float (&s)[1][NT / 8][4], const float (&corr)[2]) {
-            swa_rescale_o<1, D / 8>(o, corr);
-            swa_wg_pack_p<NT, T>(a, s);
-        };
-
-        /* ping-pong (Cfg::PINGPONG): warpgroup w issues its products only
-         * after the other has issued its own (named barrier 4 + w, 256
-         * threads: my 128 wait, the other's 128 arrive), so one warpgroup's
-         * softmax runs while the other's products hold the tensor cores;
-         * warpgroup 0 goes first in each item, and warpgroup 1 leaves out
-         * the arrival after its last batch (every wait then has exactly one
-         * arrival; both warpgroups run the same items) */
-        auto my_turn = [&]() {
-            if constexpr (Cfg::PINGPONG) swa_named_sync(4 + wgi, 256);
-        };
-        auto your_turn = [&](bool last) {
-            if constexpr (Cfg::PINGPONG) {
-                if (!(last && wgi == 1)) swa_named_arrive(4 + (wgi ^ 1), 256);
-            }
-        };
 
         if (num_tiles > 0) {
-            if constexpr (Cfg::PINGPONG) {
-                if (wgi == 1) swa_named_arrive(4, 256);
-            }
+            const int qb = qn & 1;
+            /* my warpgroup's 64 rows of Q buffer qb */
+            const uint64_t q_desc =
+                swa_wg_desc(swa_smem_addr(sQ) + (uint32_t)(qb * Cfg::Q_BYTES + wgi * 64 * 128), 16, 1024);
             swa_mbar_wait(bar_qfull + qb * 8, (uint32_t)((qn / 2) & 1));
-            {
-                full_wait(0);
-                float s[1][NT / 8][4], corr[2];
-                my_turn();
-                issue_qk(0, s);
-                your_turn(false);
-                swa_wg_wait<0>();
-                swa_wg_pin(s[0]);
-                softmax(0, s, corr);
-                rescale_pack(s, corr);
-            }
-            for (int j = 1; j < num_tiles; j++) {
-                full_wait(j);
-                float s[1][NT / 8][4], corr[2];
-                swa_wg_pin(o[0]);
-                swa_wg_pin(a);
-                my_turn();
-                issue_qk(j, s);
-                issue_pv(j - 1);
-                your_turn(false);
-                swa_wg_wait<1>(); /* S_j has landed; P_{j-1} V_{j-1} may still run */
-                swa_wg_pin(s[0]);
-                softmax(j, s, corr);
-                swa_wg_wait<0>(); /* P_{j-1} V_{j-1} has landed: O and a are mine again */
-                swa_wg_pin(o[0]);
-                swa_wg_pin(a);
-                release_tile(j - 1);
-                rescale_pack(s, corr);
-            }
-            swa_wg_pin(o[0]);
-            swa_wg_pin(a);
-            my_turn();
-            issue_pv(num_tiles - 1);
-            your_turn(true);
-            swa_wg_wait<0>();
-            swa_wg_pin(o[0]);
-            release_tile(num_tiles - 1);
-            release(bar_qempty + qb * 8); /* my last wgmma read of Q has completed */
+            swa_ws_consume_tiles<Cfg, T, true>(prob, num_tiles, n0, q_desc, ring_addr, bar_full, bar_empty, lo, hi, o, m,
+                                               dsum, lane, t4, wgi);
+            __syncwarp();
+            if (lane == 0) swa_mbar_arrive(bar_qempty + qb * 8); /* my last wgmma read of Q has completed */
             n0 += num_tiles;
             qn++;
         }
