@@ -447,7 +447,7 @@ Test(gpu_variants, prefill_wgmma_ws_engine_three_persistent_ctas)
 Test(gpu_variants, prefill_wgmma_ws_engine_persistent_cta_per_sm)
 {
     wgmma_ws_engine_on();
-    swa_cuda_set_prefill_ws_ctas(-2);
+    swa_cuda_set_prefill_ws_ctas(-1);
     static const gpu_shape t = {"wg persistent L255 2200 tokens 32/8", 1, {2200}, {2200}, 32, 8, 128, 16, 255, FP16};
     check_shape(&t, &swa_backend_prefill, false, 0);
     char kernel[192] = "";

@@ -96,7 +96,7 @@ typedef struct bench_shape {
     int prefill_engine;              /* 0 mma.sync, 1 Hopper wgmma, 2 wgmma warp-specialised */
     int ws_variant;                  /* swa_cuda_tuning.prefill_ws_variant */
     int kv_loads;                    /* swa_cuda_tuning.prefill_kv_loads: 0 default, 1 cp.async, 2 TMA */
-    int ws_ctas;                     /* swa_cuda_tuning.prefill_ws_ctas: 0 default (CTA per item), -2 persistent */
+    int ws_ctas;                     /* swa_cuda_tuning.prefill_ws_ctas: 0 default (CTA per item), -1 persistent */
 } bench_shape;
 
 typedef struct bench_result {
@@ -549,8 +549,8 @@ static const bench_shape bench_shapes[] = {
     /* the warp-specialised engine's persistent kernel (one CTA per SM running its share of the
      * work items, the next item's loads overlapping the current one's last tiles and epilogue)
      * against the default, one CTA per work item of 128 rows x kv head */
-    {"sweep prefill causal 8192 [wgmma-ws persistent]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 0, 0, -2},
-    {"sweep prefill causal L1023 8192 [wgmma-ws persistent]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 0, 0, -2},
+    {"sweep prefill causal 8192 [wgmma-ws persistent]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 0, 0, -1},
+    {"sweep prefill causal L1023 8192 [wgmma-ws persistent]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 0, 0, -1},
 };
 
 static int bench_usage(FILE *f)

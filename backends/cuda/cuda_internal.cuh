@@ -119,10 +119,10 @@ typedef struct swa_cuda_tuning {
     int prefill_kv_loads;      /* the warp-specialised engine's K/V loads: 0 the default (the cp.async
                                   gather), 1 the cp.async gather, 2 TMA boxes of whole tiles where the page
                                   size allows (8, 16, 32 or a multiple of 64; ragged), the gather elsewhere */
-    int prefill_ws_ctas;       /* the warp-specialised engine's grid: 0 the default and -1: one CTA per work
-                                  item; for 128-row tiles, -2 the persistent kernel on one CTA per SM, N > 0
-                                  the persistent kernel on at most N CTAs (the GPU test makes one CTA run
-                                  every item) */
+    int prefill_ws_ctas;       /* the warp-specialised engine's grid: 0 the default, one CTA per work item;
+                                  for 128-row tiles, a negative value the persistent kernel on one CTA per
+                                  SM, N > 0 the persistent kernel on at most N CTAs (the GPU test makes one
+                                  CTA run every item) */
 } swa_cuda_tuning;
 extern swa_cuda_tuning swa_cuda_tune; /* cuda_common.cu */
 /* The kernel variant a launcher enqueued (printf-style; the device table's
@@ -144,7 +144,7 @@ extern "C" long SWA_DEV_SYM(prefill_wgmma_launches)(void);
 /* prefill.cu: launches of the warp-specialised kernel with TMA K/V loads (tests) */
 extern "C" long SWA_DEV_SYM(prefill_tma_launches)(void);
 extern "C" void SWA_DEV_SYM(set_prefill_kv_loads)(int kv_loads); /* 0 default, 1 cp.async, 2 TMA where it applies */
-extern "C" void SWA_DEV_SYM(set_prefill_ws_ctas)(int ctas);       /* 0 and -1 one CTA per work item (default), -2 persistent on one per SM, N persistent on at most N */
+extern "C" void SWA_DEV_SYM(set_prefill_ws_ctas)(int ctas);       /* 0 one CTA per work item (default), < 0 persistent on one per SM, N persistent on at most N */
 
 /* Whether the kernels handle this shape (NULL) or why not. */
 const char *swa_cuda_shape_unsupported(swa_dtype dtype, int head_dim, int group_size);

@@ -393,16 +393,18 @@ static swa_status swa_prefill_launch_ws(swa_cuda_prefill_params p, int items, co
     constexpr bool can_persist = Cfg::WG == 2 && Cfg::STAGES == 5 && Cfg::LAG == 1 && !Cfg::PINGPONG;
     typedef swa_wgmma_wsp_cfg<Cfg::D, 2> PCfg;
     int want = swa_cuda_tune.prefill_ws_ctas;
-    if (can_persist && want != 0 && want != -1) {
-        if (want == -2) { /* one CTA per SM (the kernel's shared memory allows one) */
+    bool persist = false;
+    if (can_persist && want != 0) {
+        if (want < 0) { /* one CTA per SM (the kernel's shared memory allows one) */
             int dev = 0;
             SWA_CUDA_TRY(cudaGetDevice(&dev));
             SWA_CUDA_TRY(cudaDeviceGetAttribute(&want, cudaDevAttrMultiProcessorCount, dev));
         }
-        if (want > 0 && want < items) {
+        if (want < items) {
             kernel = swa_prefill_wgmma_wsp_kernel<PCfg, T, MUT>;
             smem = PCfg::SMEM_BYTES;
             ctas = want;
+            persist = true;
         }
     }
     if constexpr (Cfg::WG == 2) {
@@ -412,14 +414,18 @@ static swa_status swa_prefill_launch_ws(swa_cuda_prefill_params p, int items, co
          * increase never completes (a hang) */
         static_assert(PCfg::PRODUCER_REGS == Cfg::PRODUCER_REGS && PCfg::CONSUMER_REGS == Cfg::CONSUMER_REGS,
                       "both warp-specialised kernels split the registers alike");
-        cudaFuncAttributes fa;
-        SWA_CUDA_TRY(cudaFuncGetAttributes(&fa, kernel));
+        static int regs[2] = {-1, -1}; /* per kernel: [persist], asked once */
+        if (regs[persist] < 0) {
+            cudaFuncAttributes fa;
+            SWA_CUDA_TRY(cudaFuncGetAttributes(&fa, kernel));
+            regs[persist] = fa.numRegs;
+        }
         const int need = (Cfg::PRODUCERS * Cfg::PRODUCER_REGS + Cfg::CONSUMERS * Cfg::CONSUMER_REGS) / Cfg::THREADS;
-        if (fa.numRegs < need)
+        if (regs[persist] < need)
             return swa_error_set(err, SWA_ERR_DEVICE,
                                  "cuda prefill: the warp-specialised wgmma kernel was built with %d registers "
                                  "per thread; its setmaxnreg split (producer %d, consumers %d) needs %d",
-                                 fa.numRegs, Cfg::PRODUCER_REGS, Cfg::CONSUMER_REGS, need);
+                                 regs[persist], Cfg::PRODUCER_REGS, Cfg::CONSUMER_REGS, need);
     }
     p.ws_items = items;
     swa_tma_kv tma;
@@ -436,7 +442,7 @@ static swa_status swa_prefill_launch_ws(swa_cuda_prefill_params p, int items, co
     char loads[48], grid[80];
     if (tma.rows > 0) snprintf(loads, sizeof loads, "TMA boxes of %d keys", tma.rows);
     else snprintf(loads, sizeof loads, "cp.async");
-    if (ctas < items)
+    if (persist)
         snprintf(grid, sizeof grid, ", persistent: %d CTA%s for %d work items", ctas, ctas == 1 ? "" : "s", items);
     else grid[0] = '\0';
     swa_cuda_note_kernel("prefill wgmma-ws: %d consumer warpgroup%s + producer, %d-stage ring, K/V by %s%s%s%s", Cfg::WG,
