@@ -548,25 +548,29 @@ __device__ __forceinline__ void swa_tile_softmax_p(float (&s)[MT][NT / 8][4], fl
     }
 }
 
-/* O rescaled by the change of maximum of swa_tile_softmax_p, skipped while
- * no row of the warp saw a new one. */
+/* O rescaled by the change of maximum of swa_tile_softmax_p (every row). */
+template <int MT, int DN>
+__device__ __forceinline__ void swa_rescale_o_by(float (&o)[MT][DN][4], const float (&corr_r)[2 * MT])
+{
+#pragma unroll
+    for (int r = 0; r < 2 * MT; r++) {
+        const int mt = r / 2, h = r % 2;
+#pragma unroll
+        for (int dn = 0; dn < DN; dn++) {
+            o[mt][dn][2 * h] *= corr_r[r];
+            o[mt][dn][2 * h + 1] *= corr_r[r];
+        }
+    }
+}
+
+/* The same, skipped while no row of the warp saw a new maximum. */
 template <int MT, int DN>
 __device__ __forceinline__ void swa_rescale_o(float (&o)[MT][DN][4], const float (&corr_r)[2 * MT])
 {
     bool moved = false;
 #pragma unroll
     for (int r = 0; r < 2 * MT; r++) moved = moved || corr_r[r] != 1.f;
-    if (!swa_all_sync(!moved)) {
-#pragma unroll
-        for (int r = 0; r < 2 * MT; r++) {
-            const int mt = r / 2, h = r % 2;
-#pragma unroll
-            for (int dn = 0; dn < DN; dn++) {
-                o[mt][dn][2 * h] *= corr_r[r];
-                o[mt][dn][2 * h + 1] *= corr_r[r];
-            }
-        }
-    }
+    if (!swa_all_sync(!moved)) swa_rescale_o_by<MT, DN>(o, corr_r);
 }
 
 template <int MT, int NT, int DN>

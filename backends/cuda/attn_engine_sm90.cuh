@@ -138,9 +138,28 @@ template <int D_, int WG_, int STAGES_ = 0> struct swa_wgmma_cfg {
  * a STAGES-deep ring with a full and an empty mbarrier per stage; the
  * producer signals a stage LAG tiles after issuing it (once its copies
  * have landed: cp.async.wait_group LAG). */
-template <int D_, int WG_, int STAGES_ = 5, int LAG_ = 1, bool PINGPONG_ = false> struct swa_wgmma_ws_cfg {
+template <int D_, int WG_, int STAGES_ = 5, int LAG_ = 1, bool PINGPONG_ = false, int RESCALE_ = (PINGPONG_ ? 0 : 2)>
+struct swa_wgmma_ws_cfg {
     static constexpr int D = D_, WG = WG_;
     static constexpr bool PINGPONG = PINGPONG_ && WG_ == 2; /* the two consumers take turns issuing */
+    /* where a consumer rescales O by tile j's change of maximum, packs P_j
+     * and waits for P_{j-1} V_{j-1} (swa_ws_consume_tiles):
+     *  0  all three once P_{j-1} V_{j-1} has landed, before the next
+     *     tile's products are issued (ping-pong's);
+     *  1  the rescale and the packing after S_{j+1} = Q K_{j+1}^T is
+     *     issued, while it runs;
+     *  2  (the default) as 1, with the wait for P_{j-1} V_{j-1} in both
+     *     branches of a vote on whether tile j moved a maximum.  ptxas
+     *     hoists a wgmma wait above independent work in its block: in the
+     *     SASS of 0 and 1 the wait came right after the mask, so S_j's
+     *     softmax ran after P_{j-1} V_{j-1} had landed instead of under
+     *     it; the vote ends the softmax's block.
+     * H200, causal 8192 / window 1023, same runs: 0 441-446 / 303-306,
+     * 1 446-453 / 309-316, 2 455-460 / 305-308 TFLOP/s
+     * (reports/gpu/h200/rescale-2026-12-01/). */
+    static constexpr int RESCALE = RESCALE_;
+    static_assert(RESCALE_ >= 0 && RESCALE_ <= 2, "wgmma engine: rescale placement 0, 1 or 2");
+    static_assert(RESCALE_ == 0 || !PINGPONG_, "wgmma engine: ping-pong rescales between the products");
     static constexpr int NW = 4 * (WG + 1), THREADS = NW * 32, ROWS = 64 * WG;
     static constexpr int CONSUMERS = 128 * WG, PRODUCERS = 128;
     /* 64-key tiles, as the host emulation's and the other engines': 128-key
@@ -178,9 +197,9 @@ template <int D_, int WG_, int STAGES_ = 5, int LAG_ = 1, bool PINGPONG_ = false
  * the consumers finish the current one), a full and an empty mbarrier per
  * Q buffer besides the ring's, and no epilogue buffer (the consumers
  * write their rows from registers). */
-template <int D_, int WG_, int STAGES_ = 5, int LAG_ = 1>
-struct swa_wgmma_wsp_cfg : swa_wgmma_ws_cfg<D_, WG_, STAGES_, LAG_, false> {
-    typedef swa_wgmma_ws_cfg<D_, WG_, STAGES_, LAG_, false> base;
+template <int D_, int WG_, int STAGES_ = 5, int LAG_ = 1, int RESCALE_ = 2>
+struct swa_wgmma_wsp_cfg : swa_wgmma_ws_cfg<D_, WG_, STAGES_, LAG_, false, RESCALE_> {
+    typedef swa_wgmma_ws_cfg<D_, WG_, STAGES_, LAG_, false, RESCALE_> base;
     static constexpr int BAR_BYTES = (2 * base::STAGES + 4) * 8; /* full[STAGES], empty[STAGES], q_full[2], q_empty[2] */
     static constexpr int SMEM_BYTES = base::ALIGN + 2 * base::Q_BYTES + base::RING_BYTES + BAR_BYTES;
     static_assert(SMEM_BYTES <= 227 * 1024, "wgmma engine: shared memory over the sm_90 limit");
@@ -728,11 +747,14 @@ __device__ __forceinline__ void swa_ws_tma_tile(const Prob &prob, const swa_tma_
 }
 
 /* A consumer warpgroup's tiles of one work item: per tile j, wait for its
- * stage (the CTA's ring position n0 + j), issue S = Q K_j^T and, in the
- * same fence, O += P_{j-1} V_{j-1}; wait for S only (wait_group 1), mask
- * and online softmax while P V runs, wait for it, release tile j-1's stage
- * (lane 0 of each warp arrives on empty), rescale O by the change of
- * maximum and pack P_j.  The last tile's P V follows the loop;
+ * stage (the CTA's ring position n0 + j), issue S = Q K_j^T, rescale O by
+ * tile j-1's change of maximum and pack P_{j-1} while it runs (Cfg::RESCALE
+ * 1, 2; 0 did both at the end of the previous iteration), issue O +=
+ * P_{j-1} V_{j-1}; wait for S only (wait_group 1), mask and online softmax
+ * while P V runs, wait for it (RESCALE 2: after a vote on the softmax's
+ * result, which keeps ptxas from hoisting the wait above the softmax),
+ * release tile j-1's stage (lane 0 of each warp arrives on empty).  The
+ * last tile's P V follows the loop;
  * RELEASE_LAST: its stage is released too (a persistent CTA reuses it).
  * ptxas needs every wgmma batch and its wait on every path, so the first
  * tile is peeled off the loop and nothing in the loop is conditional on j.
@@ -800,6 +822,58 @@ __device__ __forceinline__ void swa_ws_consume_tiles(const Prob &prob, int num_t
         if (wgi == 1 && num_tiles > 0) swa_named_arrive(4, 256);
     }
 
+    /* Cfg::RESCALE >= 1: tile j's change of maximum and its P, unpacked,
+     * wait in corrp and sp until S_{j+1} is issued: the rescale and the
+     * packing then run while the tensor cores compute S_{j+1}, not between
+     * P_{j-1} V_{j-1} landing and the next issue.  O sees the same
+     * multiplications in the same order either way. */
+    [[maybe_unused]] float corrp[2];
+    [[maybe_unused]] float sp[1][NT / 8][4];
+    auto finish_tile = [&](float (&s)[1][NT / 8][4], const float (&corr)[2]) {
+        if constexpr (Cfg::RESCALE == 0) {
+            rescale_pack(s, corr);
+        } else {
+            corrp[0] = corr[0];
+            corrp[1] = corr[1];
+#pragma unroll
+            for (int i = 0; i < NT / 8; i++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) sp[0][i][e] = s[0][i][e];
+        }
+    };
+    /* RESCALE 2: whether tile j moved a maximum of the warp's rows, voted
+     * on right after its softmax; the wait for P_{j-1} V_{j-1} follows in
+     * each branch of that vote (two waits that differ in text only, a PTX
+     * comment, so that the compiler does not hoist them as one), so the
+     * softmax's block ends before it */
+    [[maybe_unused]] bool moved = false;
+    auto vote_moved = [&](const float (&corr)[2]) { return !swa_all_sync(corr[0] == 1.f && corr[1] == 1.f); };
+    auto wait_pv = [&](const float (&corr)[2]) {
+        if constexpr (Cfg::RESCALE == 2) {
+            if (vote_moved(corr)) {
+                asm volatile("wgmma.wait_group.sync.aligned 0; // P V landed, O to rescale\n" ::: "memory");
+                moved = true;
+            } else {
+                asm volatile("wgmma.wait_group.sync.aligned 0; // P V landed, O kept\n" ::: "memory");
+                moved = false;
+            }
+        } else {
+            swa_wg_wait<0>();
+        }
+    };
+    auto pending_rescale = [&]() {
+        if constexpr (Cfg::RESCALE == 2) {
+            if (moved) swa_rescale_o_by<1, D / 8>(o, corrp);
+            swa_wg_pack_p<NT, T>(a, sp);
+        } else if constexpr (Cfg::RESCALE == 1) {
+            rescale_pack(sp, corrp);
+        }
+        if constexpr (Cfg::RESCALE >= 1) {
+            swa_wg_pin(o[0]);
+            swa_wg_pin(a);
+        }
+    };
+
     if (num_tiles > 0) {
         {
             full_wait(0);
@@ -810,7 +884,8 @@ __device__ __forceinline__ void swa_ws_consume_tiles(const Prob &prob, int num_t
             swa_wg_wait<0>();
             swa_wg_pin(s[0]);
             softmax(0, s, corr);
-            rescale_pack(s, corr);
+            finish_tile(s, corr);
+            if constexpr (Cfg::RESCALE == 2) moved = vote_moved(corr);
         }
         for (int j = 1; j < num_tiles; j++) {
             full_wait(j);
@@ -819,17 +894,19 @@ __device__ __forceinline__ void swa_ws_consume_tiles(const Prob &prob, int num_t
             swa_wg_pin(a);
             my_turn();
             issue_qk(j, s);
+            pending_rescale(); /* RESCALE >= 1: tile j-1's, while S_j runs */
             issue_pv(j - 1);
             your_turn(false);
             swa_wg_wait<1>(); /* S_j has landed; P_{j-1} V_{j-1} may still run */
             swa_wg_pin(s[0]);
             softmax(j, s, corr);
-            swa_wg_wait<0>(); /* P_{j-1} V_{j-1} has landed: O and a are mine again */
+            wait_pv(corr); /* P_{j-1} V_{j-1} has landed: O and a are mine again */
             swa_wg_pin(o[0]);
             swa_wg_pin(a);
             release(j - 1);
-            rescale_pack(s, corr);
+            finish_tile(s, corr);
         }
+        pending_rescale();
         swa_wg_pin(o[0]);
         swa_wg_pin(a);
         my_turn();

@@ -551,6 +551,15 @@ static const bench_shape bench_shapes[] = {
      * against the default, one CTA per work item of 128 rows x kv head */
     {"sweep prefill causal 8192 [wgmma-ws persistent]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 0, 0, -1},
     {"sweep prefill causal L1023 8192 [wgmma-ws persistent]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 0, 0, -1},
+    /* where a consumer rescales O, packs P and waits for P V (swa_wgmma_ws_cfg::RESCALE): the
+     * default (2) against 0 (the previous default: all three between two tiles' products) and 1
+     * (the rescale and packing under the next tile's Q K^T, the P V wait hoisted by ptxas above
+     * the softmax) */
+    {"sweep prefill causal 8192 [wgmma-ws rescale 0]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 4},
+    {"sweep prefill causal L1023 8192 [wgmma-ws rescale 0]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 4},
+    {"sweep prefill causal 8192 [wgmma-ws rescale 1]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 5},
+    {"sweep prefill causal L1023 8192 [wgmma-ws rescale 1]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 5},
+    {"sweep prefill causal L1023 8192 [wgmma-ws persistent rescale 1]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 5, 0, -1},
 };
 
 static int bench_usage(FILE *f)

@@ -115,7 +115,9 @@ typedef struct swa_cuda_tuning {
     int prefill_ws_variant;    /* bench sweep of the warp-specialised engine (fp16, head_dim 128, 128-row
                                   tiles only): 0 the default (a 5-stage ring, each tile signalled 1 tile
                                   late), 1 a 4-stage ring, 2 the default with ping-pong,
-                                  3 a 6-stage ring signalled 2 tiles late */
+                                  3 a 6-stage ring signalled 2 tiles late, 4 the default with O rescaled
+                                  and P packed between two tiles' products, 5 the default with the P V
+                                  wait not split by a vote (swa_wgmma_ws_cfg::RESCALE 0 and 1) */
     int prefill_kv_loads;      /* the warp-specialised engine's K/V loads: 0 the default (the cp.async
                                   gather), 1 the cp.async gather, 2 TMA boxes of whole tiles where the page
                                   size allows (8, 16, 32 or a multiple of 64; ragged), the gather elsewhere */

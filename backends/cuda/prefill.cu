@@ -391,7 +391,7 @@ static swa_status swa_prefill_launch_ws(swa_cuda_prefill_params p, int items, co
     int smem = Cfg::SMEM_BYTES, ctas = items;
     /* the persistent kernel: 128-row tiles, the default ring */
     constexpr bool can_persist = Cfg::WG == 2 && Cfg::STAGES == 5 && Cfg::LAG == 1 && !Cfg::PINGPONG;
-    typedef swa_wgmma_wsp_cfg<Cfg::D, 2> PCfg;
+    typedef swa_wgmma_wsp_cfg<Cfg::D, 2, 5, 1, Cfg::RESCALE> PCfg;
     int want = swa_cuda_tune.prefill_ws_ctas;
     bool persist = false;
     if (can_persist && want != 0) {
@@ -445,8 +445,11 @@ static swa_status swa_prefill_launch_ws(swa_cuda_prefill_params p, int items, co
     if (persist)
         snprintf(grid, sizeof grid, ", persistent: %d CTA%s for %d work items", ctas, ctas == 1 ? "" : "s", items);
     else grid[0] = '\0';
-    swa_cuda_note_kernel("prefill wgmma-ws: %d consumer warpgroup%s + producer, %d-stage ring, K/V by %s%s%s%s", Cfg::WG,
-                         Cfg::WG == 1 ? "" : "s", Cfg::STAGES, loads, Cfg::PINGPONG ? ", ping-pong" : "", grid, split);
+    /* RESCALE other than the default's (2; ping-pong: 0) */
+    static const char *const rescale[3] = {", O rescaled between the products", ", O rescaled under the next Q K^T", ""};
+    swa_cuda_note_kernel("prefill wgmma-ws: %d consumer warpgroup%s + producer, %d-stage ring, K/V by %s%s%s%s%s", Cfg::WG,
+                         Cfg::WG == 1 ? "" : "s", Cfg::STAGES, loads, Cfg::PINGPONG ? ", ping-pong" : "",
+                         Cfg::PINGPONG ? "" : rescale[Cfg::RESCALE], grid, split);
     return SWA_OK;
 }
 #endif
@@ -526,6 +529,8 @@ static swa_status swa_prefill_launch_d(const swa_cuda_prefill_params *p, int num
                     case 1: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 4, 1>, T, MUT, 2>(p, num_work, write_lse, stream, err);
                     case 2: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, true>, T, MUT, 2>(p, num_work, write_lse, stream, err);
                     case 3: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 6, 2>, T, MUT, 2>(p, num_work, write_lse, stream, err);
+                    case 4: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, false, 0>, T, MUT, 2>(p, num_work, write_lse, stream, err);
+                    case 5: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, false, 1>, T, MUT, 2>(p, num_work, write_lse, stream, err);
                     default: break;
                     }
                 }
