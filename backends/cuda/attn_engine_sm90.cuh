@@ -154,8 +154,8 @@ struct swa_wgmma_ws_cfg {
      *     SASS of 0 and 1 the wait came right after the mask, so S_j's
      *     softmax ran after P_{j-1} V_{j-1} had landed instead of under
      *     it; the vote ends the softmax's block.
-     * H200, causal 8192 / window 1023, same runs: 0 441-446 / 303-306,
-     * 1 446-453 / 309-316, 2 455-460 / 305-308 TFLOP/s
+     * H200, causal 8192 / window 1023 TFLOP/s over this build's runs:
+     * 0 441-446 / 302-308, 1 446-453 / 311-316, 2 455-460 / 294-308
      * (reports/gpu/h200/rescale-2026-12-01/). */
     static constexpr int RESCALE = RESCALE_;
     static_assert(RESCALE_ >= 0 && RESCALE_ <= 2, "wgmma engine: rescale placement 0, 1 or 2");

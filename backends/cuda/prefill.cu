@@ -382,7 +382,9 @@ template <int D, typename T> static bool swa_prefill_tma_encode(const swa_cuda_p
  * CTA per SM or fewer, each running its share of the items (swa_ws_sched).
  * The default is one CTA per item: on an H200 the persistent kernel ran
  * causal 8192 at 395 TFLOP/s against 438-446, and window 1023 at 309-314
- * against 302-310 (two runs; reports/gpu/h200/persistent-2026-12-01/). */
+ * against 302-310 (two runs; reports/gpu/h200/persistent-2026-12-01/);
+ * with the P V wait after the softmax's vote (RESCALE 2) 397-401 against
+ * 455-460, and 309 against 307-308 (reports/gpu/h200/rescale-2026-12-01/). */
 template <class Cfg, typename T, bool MUT>
 static swa_status swa_prefill_launch_ws(swa_cuda_prefill_params p, int items, const char *split,
                                         cudaStream_t stream, swa_error *err)
