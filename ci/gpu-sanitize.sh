@@ -7,6 +7,11 @@
 #               (SWADIFF_SANITIZE_QUICK=1: the seed, CUDA-graph and return_lse files)
 #   racecheck : the window-edge, seed and layout cases (racecheck is ~100x
 #               slower, so the big decode batches are left out)
+#   SWADIFF_SANITIZE_PERSISTENT=1 (a Hopper GPU and an sm_90a build): both
+#               tools again over the case files whose prefill plans have
+#               128-row tiles, with SWADIFF_CUDA_PREFILL_ENGINE=
+#               wgmma-ws-persistent:2 (the persistent kernel, each of its
+#               two CTAs running several work items)
 #
 # Runs in-process (--no-isolate) so the sanitizer sees every kernel.  Writes
 # OUT_DIR/memcheck.txt, racecheck.txt and summary.txt; exits non-zero when the
@@ -42,5 +47,17 @@ rc=$?; echo "memcheck: exit $rc" | tee "$out/summary.txt"; [ $rc -eq 0 ] || stat
 timeout "$tmo" "$cs" --tool racecheck --racecheck-report hazard --error-exitcode 99 \
   "$swadiff" run --device cuda --no-isolate --quiet --no-explain "${racecheck_cases[@]}" >"$out/racecheck.txt" 2>&1
 rc=$?; echo "racecheck: exit $rc" | tee -a "$out/summary.txt"; [ $rc -eq 0 ] || status=1
-grep -h "ERROR SUMMARY\|RACECHECK SUMMARY\|PASSED:\|FAILED:" "$out"/memcheck.txt "$out"/racecheck.txt | tee -a "$out/summary.txt"
+logs=("$out"/memcheck.txt "$out"/racecheck.txt)
+if [ -n "${SWADIFF_SANITIZE_PERSISTENT:-}" ]; then
+  persistent_cases=(cases/gqa_window_tile.json cases/window_right.json cases/chunked.json cases/empty_rows.json)
+  for tool in memcheck racecheck; do
+    if [ $tool = memcheck ]; then opts=(--tool memcheck --leak-check full); else opts=(--tool racecheck --racecheck-report hazard); fi
+    SWADIFF_CUDA_PREFILL_ENGINE=wgmma-ws-persistent:2 timeout "$tmo" "$cs" "${opts[@]}" --error-exitcode 99 \
+      "$swadiff" run --device cuda --no-isolate --quiet --no-explain "${persistent_cases[@]}" \
+      >"$out/$tool-persistent.txt" 2>&1
+    rc=$?; echo "$tool (persistent kernel): exit $rc" | tee -a "$out/summary.txt"; [ $rc -eq 0 ] || status=1
+    logs+=("$out/$tool-persistent.txt")
+  done
+fi
+grep -h "ERROR SUMMARY\|RACECHECK SUMMARY\|PASSED:\|FAILED:" "${logs[@]}" | tee -a "$out/summary.txt"
 exit $status

@@ -693,26 +693,30 @@ Test(gpu_device, device_fault_becomes_an_error_status)
 
 #ifdef SWADIFF_HAVE_CUDA /* a CUDA build's variable (else main skips with 77) */
 /* SWADIFF_CUDA_PREFILL_ENGINE picks the prefill engine of a whole run:
- * "mma" and (on compute capability 9.0) "wgmma" run a prefill case file and
- * pass; any other value makes every prefill result an error naming the
- * variable, never a silent default.  The binary and the source tree:
- * $SWADIFF_BINARY and $SWADIFF_SOURCE_DIR (a GPU machine running a bundle),
- * or the build's. */
-static int run_with_engine(const char *value, const char *dir, char *out, size_t n)
+ * "mma" and (on compute capability 9.0) "wgmma", "wgmma-ws" and
+ * "wgmma-ws-persistent[:N]" run a prefill case file and pass; any other
+ * value makes every prefill result an error naming the variable, never a
+ * silent default.  The binary and the source tree: $SWADIFF_BINARY and
+ * $SWADIFF_SOURCE_DIR (a GPU machine running a bundle), or the build's. */
+static int run_case_with_engine(const char *value, const char *case_file, const char *dir, char *out, size_t n)
 {
     const char *bin = getenv("SWADIFF_BINARY") ? getenv("SWADIFF_BINARY") : SWADIFF_BINARY;
     const char *src = getenv("SWADIFF_SOURCE_DIR") ? getenv("SWADIFF_SOURCE_DIR") : SWADIFF_SOURCE_DIR;
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
              "SWADIFF_CUDA_PREFILL_ENGINE='%s' '%s' run --device cuda --quiet --no-explain --report '%s/%s' "
-             "'%s/cases/seed000_paged_prefill.json' 2>&1",
-             value, bin, dir, value, src);
+             "'%s/cases/%s' 2>&1",
+             value, bin, dir, value, src, case_file);
     FILE *p = popen(cmd, "r");
     cr_assert(p, "popen(%s)", cmd);
     size_t k = fread(out, 1, n - 1, p);
     out[k] = 0;
     int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+static int run_with_engine(const char *value, const char *dir, char *out, size_t n)
+{
+    return run_case_with_engine(value, "seed000_paged_prefill.json", dir, out, n);
 }
 
 static bool file_contains(const char *path, const char *needle)
@@ -757,11 +761,32 @@ Test(gpu_env, prefill_engine_variable)
                       wg_names[w], rc, out);
     }
 
-    rc = run_with_engine("bogus", dir, out, sizeof out);
-    snprintf(report, sizeof report, "%s/bogus/report.json", dir);
-    cr_expect_eq(rc, 3, "SWADIFF_CUDA_PREFILL_ENGINE=bogus: exit %d (expected 3: error results)\n%s", rc, out);
-    cr_expect(file_contains(report, "SWADIFF_CUDA_PREFILL_ENGINE=\\\"bogus\\\": expected"),
-              "the error results should name the variable and its value (%s)", report);
+    /* the persistent kernel on one CTA: a case file whose plans have
+     * 128-row tiles (the kernel's shape), every work item of a case run
+     * by that CTA in turn */
+    rc = run_case_with_engine("wgmma-ws-persistent:1", "gqa_window_tile.json", dir, out, sizeof out);
+    snprintf(report, sizeof report, "%s/wgmma-ws-persistent:1/report.json", dir);
+    if (hopper && swa_cuda_prefill_wgmma_available()) {
+        cr_expect_eq(rc, 0, "SWADIFF_CUDA_PREFILL_ENGINE=wgmma-ws-persistent:1 on %s: exit %d\n%s", buf, rc, out);
+        cr_expect(file_contains(report, ", persistent: 1 CTA for "),
+                  "SWADIFF_CUDA_PREFILL_ENGINE=wgmma-ws-persistent:1: the results should name the persistent kernel "
+                  "on one CTA (%s)", report);
+    } else
+        cr_expect(rc == 3 && file_contains(report, "SWADIFF_CUDA_PREFILL_ENGINE=wgmma-ws-persistent:1: this GPU"),
+                  "SWADIFF_CUDA_PREFILL_ENGINE=wgmma-ws-persistent:1 without the engine: exit %d (expected 3 and a "
+                  "reason naming the value)\n%s", rc, out);
+
+    static const char *const bad[] = {"bogus", "wgmma-ws-persistent:0", "wgmma-ws-persistent:2x",
+                                      "wgmma-ws-persistentX"};
+    for (int b = 0; b < 4; b++) {
+        rc = run_with_engine(bad[b], dir, out, sizeof out);
+        snprintf(report, sizeof report, "%s/%s/report.json", dir, bad[b]);
+        cr_expect_eq(rc, 3, "SWADIFF_CUDA_PREFILL_ENGINE=%s: exit %d (expected 3: error results)\n%s", bad[b], rc, out);
+        char want[128];
+        snprintf(want, sizeof want, "SWADIFF_CUDA_PREFILL_ENGINE=\\\"%s\\\": expected", bad[b]);
+        cr_expect(file_contains(report, want), "the error results should name the variable and its value (%s in %s)",
+                  want, report);
+    }
     char rm[600];
     snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
     cr_expect_eq(system(rm), 0);

@@ -8,6 +8,7 @@
  * Test: tests/gpu_test_kernels.c. */
 #include "backends/cuda/cuda_internal.cuh"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,9 +70,9 @@ extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_wa
  * mma.sync elsewhere): 2 (the default) the warp-specialised wgmma engine, 1
  * the serial wgmma engine, 0 mma.sync everywhere.  H200, 2026-12-01, with
  * the address changes (swa_kv_addr), 8 threads per key row in the ring
- * loads and the softmax reductions as trees: causal 8192 445 / 341 / 296
- * TFLOP/s, window 1023 308 / 256 / 228
- * (reports/gpu/h200/softmax-trees-2026-12-01/). */
+ * loads, the softmax reductions as trees and the warp-specialised P V wait
+ * after the softmax's vote: causal 8192 457 / 344 / 296 TFLOP/s, window
+ * 1023 307 / 257 / 227 (reports/gpu/h200/rescale-2026-12-01/final/). */
 extern "C" void SWA_DEV_SYM(set_prefill_kv_loads)(int kv_loads) { swa_cuda_tune.prefill_kv_loads = kv_loads; }
 extern "C" void SWA_DEV_SYM(set_prefill_ws_ctas)(int ctas) { swa_cuda_tune.prefill_ws_ctas = ctas; }
 
@@ -82,18 +83,41 @@ extern "C" void SWA_DEV_SYM(set_prefill_engine)(int engine)
     swa_prefill_engine_set = true;
 }
 
-swa_status swa_cuda_prefill_engine_from_env(swa_error *err)
+swa_status swa_cuda_prefill_engine_from_env(swa_error *err, const char **value)
 {
+    *value = NULL;
     if (swa_prefill_engine_set) return SWA_OK;
     const char *v = getenv("SWADIFF_CUDA_PREFILL_ENGINE");
     if (!v || !*v) return SWA_OK;
+    *value = v;
+    static const char persistent[] = "wgmma-ws-persistent";
+    const size_t pn = sizeof persistent - 1;
     if (!strcmp(v, "mma")) swa_cuda_tune.prefill_engine = 0;
     else if (!strcmp(v, "wgmma")) swa_cuda_tune.prefill_engine = 1;
-    else if (!strcmp(v, "wgmma-ws")) swa_cuda_tune.prefill_engine = 2;
-    else
+    else if (!strcmp(v, "wgmma-ws")) {
+        swa_cuda_tune.prefill_engine = 2;
+        swa_cuda_tune.prefill_ws_ctas = 0;
+    } else if (!strncmp(v, persistent, pn) && (v[pn] == '\0' || v[pn] == ':')) {
+        /* the persistent kernel (128-row plan tiles): one CTA per SM, or
+         * ":N" at most N CTAs, so that small cases run several work items
+         * per CTA too */
+        int ctas = -1;
+        if (v[pn] == ':') {
+            char *end = NULL;
+            errno = 0;
+            long n = strtol(v + pn + 1, &end, 10);
+            if (end == v + pn + 1 || *end || errno || n < 1 || n > 1000000)
+                return swa_error_set(err, SWA_ERR_INVALID,
+                                     "SWADIFF_CUDA_PREFILL_ENGINE=\"%.40s\": expected \"wgmma-ws-persistent:N\" with N "
+                                     "a whole number of CTAs from 1 to 1000000", v);
+            ctas = (int)n;
+        }
+        swa_cuda_tune.prefill_engine = 2;
+        swa_cuda_tune.prefill_ws_ctas = ctas;
+    } else
         return swa_error_set(err, SWA_ERR_INVALID,
-                             "SWADIFF_CUDA_PREFILL_ENGINE=\"%.40s\": expected \"mma\" (mma.sync, any GPU), \"wgmma\" "
-                             "or \"wgmma-ws\" (Hopper, an sm_90a build)", v);
+                             "SWADIFF_CUDA_PREFILL_ENGINE=\"%.40s\": expected \"mma\" (mma.sync, any GPU), \"wgmma\", "
+                             "\"wgmma-ws\" or \"wgmma-ws-persistent[:N]\" (Hopper, an sm_90a build)", v);
     return SWA_OK;
 }
 

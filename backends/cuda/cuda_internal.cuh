@@ -134,10 +134,13 @@ void swa_cuda_last_kernel(char *buf, size_t n);
 /* The same knobs for C callers (tests/gpu_test_kernels.c runs every variant). */
 extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_warps);
 extern "C" void SWA_DEV_SYM(set_prefill_engine)(int engine); /* 0 mma.sync, 1 wgmma, 2 wgmma-ws */
-/* SWADIFF_CUDA_PREFILL_ENGINE=mma|wgmma|wgmma-ws picks the prefill engine of a whole
- * run (until set_prefill_engine is called); another value is an error
- * naming the variable.  Read at every prefill launch. */
-swa_status swa_cuda_prefill_engine_from_env(swa_error *err);
+/* SWADIFF_CUDA_PREFILL_ENGINE=mma|wgmma|wgmma-ws|wgmma-ws-persistent[:N] picks the
+ * prefill engine of a whole run (until set_prefill_engine is called); the
+ * last runs the warp-specialised engine's persistent kernel on one CTA per
+ * SM or at most N (prefill_ws_ctas), "wgmma-ws" one CTA per work item;
+ * another value is an error naming the variable.  Read at every prefill
+ * launch; *value: the variable's value where it applies, else NULL. */
+swa_status swa_cuda_prefill_engine_from_env(swa_error *err, const char **value);
 /* prefill.cu: 1 when prefill_engine 1 or 2 would run a wgmma kernel on this
  * device (the loaded image is sm_90a; asks the device once), and how many
  * times the launcher has dispatched to it in this process. */

@@ -567,14 +567,15 @@ static swa_status swa_prefill_launch_t(const swa_cuda_prefill_params *p, int hea
 swa_status swa_cuda_prefill_launch(const swa_cuda_prefill_params *p, swa_dtype dtype, int head_dim,
                                    int num_work, bool write_lse, cudaStream_t stream, swa_error *err)
 {
-    swa_status est = swa_cuda_prefill_engine_from_env(err);
+    const char *env_engine = NULL;
+    swa_status est = swa_cuda_prefill_engine_from_env(err, &env_engine);
     if (est != SWA_OK) return est;
 #if SWA_TENSOR_CORE_ENGINE
-    if (swa_cuda_tune.prefill_engine != 0 && !swa_prefill_wgmma_ready() && getenv("SWADIFF_CUDA_PREFILL_ENGINE"))
+    if (swa_cuda_tune.prefill_engine != 0 && !swa_prefill_wgmma_ready() && env_engine)
         return swa_error_set(err, SWA_ERR_UNSUPPORTED,
-                             "SWADIFF_CUDA_PREFILL_ENGINE=%s: this GPU or build has no wgmma engine (it needs "
+                             "SWADIFF_CUDA_PREFILL_ENGINE=%.40s: this GPU or build has no wgmma engine (it needs "
                              "compute capability 9.0 and kernels built for sm_90a)",
-                             swa_cuda_tune.prefill_engine == 2 ? "wgmma-ws" : "wgmma");
+                             env_engine);
 #endif
     if (p->cta_tile_q != 16 && p->cta_tile_q != 64 && p->cta_tile_q != 128)
         return swa_error_set(err, SWA_ERR_INVALID, "cuda prefill: plan cta_tile_q %d (expected 16, 64 or 128)",
