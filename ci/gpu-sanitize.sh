@@ -41,22 +41,30 @@ fi
 tmo=${SWADIFF_T_SANITIZE:-1800}
 
 status=0
-timeout "$tmo" "$cs" --tool memcheck --leak-check full --error-exitcode 99 \
-  "$swadiff" run --device cuda --no-isolate --quiet --no-explain "${memcheck_cases[@]}" >"$out/memcheck.txt" 2>&1
-rc=$?; echo "memcheck: exit $rc" | tee "$out/summary.txt"; [ $rc -eq 0 ] || status=1
-timeout "$tmo" "$cs" --tool racecheck --racecheck-report hazard --error-exitcode 99 \
-  "$swadiff" run --device cuda --no-isolate --quiet --no-explain "${racecheck_cases[@]}" >"$out/racecheck.txt" 2>&1
-rc=$?; echo "racecheck: exit $rc" | tee -a "$out/summary.txt"; [ $rc -eq 0 ] || status=1
-logs=("$out"/memcheck.txt "$out"/racecheck.txt)
+logs=()
+: >"$out/summary.txt"
+# sanitize TOOL LOG LABEL CASE...: one compute-sanitizer pass over a swadiff
+# run of the case files (the caller's environment applies), its exit status
+# in summary.txt
+sanitize() {
+  local tool=$1 log=$2 label=$3
+  shift 3
+  local opts=(--tool memcheck --leak-check full)
+  [ "$tool" = racecheck ] && opts=(--tool racecheck --racecheck-report hazard)
+  timeout "$tmo" "$cs" "${opts[@]}" --error-exitcode 99 \
+    "$swadiff" run --device cuda --no-isolate --quiet --no-explain "$@" >"$out/$log" 2>&1
+  local rc=$?
+  echo "$label: exit $rc" | tee -a "$out/summary.txt"
+  [ $rc -eq 0 ] || status=1
+  logs+=("$out/$log")
+}
+sanitize memcheck memcheck.txt memcheck "${memcheck_cases[@]}"
+sanitize racecheck racecheck.txt racecheck "${racecheck_cases[@]}"
 if [ -n "${SWADIFF_SANITIZE_PERSISTENT:-}" ]; then
   persistent_cases=(cases/gqa_window_tile.json cases/window_right.json cases/chunked.json cases/empty_rows.json)
   for tool in memcheck racecheck; do
-    if [ $tool = memcheck ]; then opts=(--tool memcheck --leak-check full); else opts=(--tool racecheck --racecheck-report hazard); fi
-    SWADIFF_CUDA_PREFILL_ENGINE=wgmma-ws-persistent:2 timeout "$tmo" "$cs" "${opts[@]}" --error-exitcode 99 \
-      "$swadiff" run --device cuda --no-isolate --quiet --no-explain "${persistent_cases[@]}" \
-      >"$out/$tool-persistent.txt" 2>&1
-    rc=$?; echo "$tool (persistent kernel): exit $rc" | tee -a "$out/summary.txt"; [ $rc -eq 0 ] || status=1
-    logs+=("$out/$tool-persistent.txt")
+    SWADIFF_CUDA_PREFILL_ENGINE=wgmma-ws-persistent:2 \
+      sanitize $tool "$tool-persistent.txt" "$tool (persistent kernel)" "${persistent_cases[@]}"
   done
 fi
 grep -h "ERROR SUMMARY\|RACECHECK SUMMARY\|PASSED:\|FAILED:" "${logs[@]}" | tee -a "$out/summary.txt"
