@@ -264,6 +264,7 @@ long swa_cuda_prefill_wgmma_launches(void);                            /* prefil
 long swa_cuda_prefill_tma_launches(void);                              /* prefill.cu */
 void swa_cuda_set_prefill_kv_loads(int kv_loads);                      /* cuda_common.cu */
 void swa_cuda_set_prefill_ws_ctas(int ctas);                          /* cuda_common.cu */
+enum { WS_CTAS_PER_SM = 0, WS_CTAS_PER_ITEM = -1 }; /* its grids besides N CTAs (cuda_internal.cuh SWA_WS_CTAS_*) */
 
 /* The mma.sync prefill engine on a GPU where the default is wgmma
  * (elsewhere it is the default and the tests above ran it): every prefill
@@ -442,18 +443,40 @@ Test(gpu_variants, prefill_wgmma_ws_engine_three_persistent_ctas)
     run_wgmma_shapes_noting(-1, "persistent: 3 CTAs for ");
 }
 
-/* The persistent kernel on one CTA per SM, over more 128-row work items
- * than the GPU has SMs (8 kv heads x 69 tiles). */
+/* The grids of a shape with more 128-row work items than the GPU has SMs
+ * (8 kv heads x 69 tiles): the persistent kernel on one CTA per SM (the
+ * default, and asked for), and one CTA per work item. */
+static const gpu_shape many_items = {"wg L255 2200 tokens 32/8 (552 items)", 1, {2200}, {2200}, 32, 8, 128, 16, 255, FP16};
+
+static void run_many_items(bool persistent)
+{
+    check_shape(&many_items, &swa_backend_prefill, false, 0);
+    char kernel[192] = "";
+    CUDA_DEV->last_kernel(kernel, sizeof kernel);
+    cr_expect(strstr(kernel, "2 consumer warpgroups") != NULL, "%s: \"%s\" is not the 128-row kernel", many_items.name,
+              kernel);
+    cr_expect((strstr(kernel, ", persistent: ") != NULL) == persistent, "%s: \"%s\" is %sthe persistent kernel",
+              many_items.name, kernel, persistent ? "not " : "");
+}
+
+Test(gpu_variants, prefill_wgmma_ws_engine_default_grid_is_persistent)
+{
+    wgmma_ws_engine_on();
+    run_many_items(true);
+}
+
 Test(gpu_variants, prefill_wgmma_ws_engine_persistent_cta_per_sm)
 {
     wgmma_ws_engine_on();
-    swa_cuda_set_prefill_ws_ctas(-1);
-    static const gpu_shape t = {"wg persistent L255 2200 tokens 32/8", 1, {2200}, {2200}, 32, 8, 128, 16, 255, FP16};
-    check_shape(&t, &swa_backend_prefill, false, 0);
-    char kernel[192] = "";
-    CUDA_DEV->last_kernel(kernel, sizeof kernel);
-    cr_expect(strstr(kernel, "2 consumer warpgroups") && strstr(kernel, ", persistent: "),
-              "%s: \"%s\" is not the persistent kernel", t.name, kernel);
+    swa_cuda_set_prefill_ws_ctas(WS_CTAS_PER_SM);
+    run_many_items(true);
+}
+
+Test(gpu_variants, prefill_wgmma_ws_engine_cta_per_item)
+{
+    wgmma_ws_engine_on();
+    swa_cuda_set_prefill_ws_ctas(WS_CTAS_PER_ITEM);
+    run_many_items(false);
 }
 
 /* The common prefill shapes with the knob on: 16-row tiles and head_dim 256
@@ -693,8 +716,9 @@ Test(gpu_device, device_fault_becomes_an_error_status)
 
 #ifdef SWADIFF_HAVE_CUDA /* a CUDA build's variable (else main skips with 77) */
 /* SWADIFF_CUDA_PREFILL_ENGINE picks the prefill engine of a whole run:
- * "mma" and (on compute capability 9.0) "wgmma", "wgmma-ws" and
- * "wgmma-ws-persistent[:N]" run a prefill case file and pass; any other
+ * "mma" and (on compute capability 9.0) "wgmma", "wgmma-ws",
+ * "wgmma-ws-per-item" and "wgmma-ws-persistent[:N]" run a prefill case
+ * file and pass; any other
  * value makes every prefill result an error naming the variable, never a
  * silent default.  The binary and the source tree: $SWADIFF_BINARY and
  * $SWADIFF_SOURCE_DIR (a GPU machine running a bundle), or the build's. */
@@ -745,8 +769,8 @@ Test(gpu_env, prefill_engine_variable)
     char buf[256];
     CUDA_DEV->describe(buf, sizeof buf);
     bool hopper = strstr(buf, ", cc 9.0,") != NULL;
-    static const char *const wg_names[] = {"wgmma", "wgmma-ws"};
-    for (int w = 0; w < 2; w++) {
+    static const char *const wg_names[] = {"wgmma", "wgmma-ws", "wgmma-ws-per-item"};
+    for (int w = 0; w < 3; w++) {
         rc = run_with_engine(wg_names[w], dir, out, sizeof out);
         snprintf(report, sizeof report, "%s/%s/report.json", dir, wg_names[w]);
         if (hopper && swa_cuda_prefill_wgmma_available()) {
@@ -777,8 +801,8 @@ Test(gpu_env, prefill_engine_variable)
                   "reason naming the value)\n%s", rc, out);
 
     static const char *const bad[] = {"bogus", "wgmma-ws-persistent:0", "wgmma-ws-persistent:2x",
-                                      "wgmma-ws-persistentX"};
-    for (int b = 0; b < 4; b++) {
+                                      "wgmma-ws-persistentX", "wgmma-ws-per-item:2"};
+    for (int b = 0; b < 5; b++) {
         rc = run_with_engine(bad[b], dir, out, sizeof out);
         snprintf(report, sizeof report, "%s/%s/report.json", dir, bad[b]);
         cr_expect_eq(rc, 3, "SWADIFF_CUDA_PREFILL_ENGINE=%s: exit %d (expected 3: error results)\n%s", bad[b], rc, out);

@@ -138,26 +138,36 @@ template <int D_, int WG_, int STAGES_ = 0> struct swa_wgmma_cfg {
  * a STAGES-deep ring with a full and an empty mbarrier per stage; the
  * producer signals a stage LAG tiles after issuing it (once its copies
  * have landed: cp.async.wait_group LAG). */
-template <int D_, int WG_, int STAGES_ = 5, int LAG_ = 1, bool PINGPONG_ = false, int RESCALE_ = (PINGPONG_ ? 0 : 2)>
+template <int D_, int WG_, int STAGES_ = 5, int LAG_ = 1, bool PINGPONG_ = false, int RESCALE_ = 0, int KV_TPK_ = 8>
 struct swa_wgmma_ws_cfg {
     static constexpr int D = D_, WG = WG_;
     static constexpr bool PINGPONG = PINGPONG_ && WG_ == 2; /* the two consumers take turns issuing */
     /* where a consumer rescales O by tile j's change of maximum, packs P_j
      * and waits for P_{j-1} V_{j-1} (swa_ws_consume_tiles):
-     *  0  all three once P_{j-1} V_{j-1} has landed, before the next
-     *     tile's products are issued (ping-pong's);
+     *  0  (the default; ping-pong's) all three once P_{j-1} V_{j-1} has
+     *     landed, before the next tile's products are issued;
      *  1  the rescale and the packing after S_{j+1} = Q K_{j+1}^T is
      *     issued, while it runs;
-     *  2  (the default) as 1, with the wait for P_{j-1} V_{j-1} in both
-     *     branches of a vote on whether tile j moved a maximum.  ptxas
-     *     hoists a wgmma wait above independent work in its block: in the
-     *     SASS of 0 and 1 the wait came right after the mask, so S_j's
-     *     softmax ran after P_{j-1} V_{j-1} had landed instead of under
-     *     it; the vote ends the softmax's block.
-     * H200, causal 8192 / window 1023 TFLOP/s over this build's runs:
-     * 0 441-446 / 302-308, 1 446-453 / 311-316, 2 455-460 / 294-308
-     * (reports/gpu/h200/rescale-2026-12-01/). */
+     *  2  as 1, with the wait for P_{j-1} V_{j-1} in both branches of a
+     *     vote on whether tile j moved a maximum.  ptxas hoists a wgmma
+     *     wait above independent work in its block: in the SASS of 0 and 1
+     *     the wait came right after the mask, so S_j's softmax ran after
+     *     P_{j-1} V_{j-1} had landed instead of under it; the vote ends
+     *     the softmax's block.
+     * H200, causal 8192 / window 1023 TFLOP/s, one CTA per work item and
+     * the producer's address work per key before swa_ws_gather: 0
+     * 441-446 / 302-308, 1 446-453 / 311-316, 2 455-460 / 294-308
+     * (reports/gpu/h200/rescale-2026-12-01/); with swa_ws_gather, on the
+     * persistent kernel (the default grid): 0 485-488 / 350-355, 1
+     * 476-478 / 346-353, 2 465-468 / 318-341
+     * (reports/gpu/h200/gather-2026-12-01/). */
     static constexpr int RESCALE = RESCALE_;
+    /* the producer's gather: at most KV_TPK threads per key row
+     * (swa_ws_gather).  H200, persistent kernel, causal 8192 / window
+     * 1023 TFLOP/s with RESCALE 2: 8 465-468 / 318-341, 4 486-487 /
+     * 341-353, 2 437-438 / 323-325 (reports/gpu/h200/gather-2026-12-01/) */
+    static constexpr int KV_TPK = KV_TPK_;
+    static_assert(KV_TPK_ == 2 || KV_TPK_ == 4 || KV_TPK_ == 8, "wgmma engine: 2, 4 or 8 producer threads per key row");
     static_assert(RESCALE_ >= 0 && RESCALE_ <= 2, "wgmma engine: rescale placement 0, 1 or 2");
     static_assert(RESCALE_ == 0 || !PINGPONG_, "wgmma engine: ping-pong rescales between the products");
     static constexpr int NW = 4 * (WG + 1), THREADS = NW * 32, ROWS = 64 * WG;
@@ -197,9 +207,9 @@ struct swa_wgmma_ws_cfg {
  * the consumers finish the current one), a full and an empty mbarrier per
  * Q buffer besides the ring's, and no epilogue buffer (the consumers
  * write their rows from registers). */
-template <int D_, int WG_, int STAGES_ = 5, int LAG_ = 1, int RESCALE_ = 2>
-struct swa_wgmma_wsp_cfg : swa_wgmma_ws_cfg<D_, WG_, STAGES_, LAG_, false, RESCALE_> {
-    typedef swa_wgmma_ws_cfg<D_, WG_, STAGES_, LAG_, false, RESCALE_> base;
+template <int D_, int WG_, int STAGES_ = 5, int LAG_ = 1, int RESCALE_ = 0, int KV_TPK_ = 8>
+struct swa_wgmma_wsp_cfg : swa_wgmma_ws_cfg<D_, WG_, STAGES_, LAG_, false, RESCALE_, KV_TPK_> {
+    typedef swa_wgmma_ws_cfg<D_, WG_, STAGES_, LAG_, false, RESCALE_, KV_TPK_> base;
     static constexpr int BAR_BYTES = (2 * base::STAGES + 4) * 8; /* full[STAGES], empty[STAGES], q_full[2], q_empty[2] */
     static constexpr int SMEM_BYTES = base::ALIGN + 2 * base::Q_BYTES + base::RING_BYTES + BAR_BYTES;
     static_assert(SMEM_BYTES <= 227 * 1024, "wgmma engine: shared memory over the sm_90 limit");
@@ -717,6 +727,81 @@ __device__ __forceinline__ void swa_attn_engine_wgmma(Prob &prob, unsigned char 
  * persistent), so that each exists once. */
 #if SWA_WGMMA_DEVICE
 
+/* Where the K/V rows of one kv head live (the problem class's kv_rows):
+ * key t at byte base + page(t) * page_bytes + (t % page_size) *
+ * slot_bytes, page(t) = pages[t / page_size], or t itself where pages is
+ * null (ragged: page size 1, slot_bytes 0). */
+struct swa_kv_rows {
+    const int *pages;
+    swa_divmod pdiv;
+    unsigned long long page_bytes, slot_bytes, head_bytes;
+};
+
+/* The warp-specialised producer's cp.async gather of one ring stage: the
+ * work swa_ring_loads does for the other engines (TPK threads per key
+ * row; thread tid takes keys tid / TPK + k * STEP of the tile and, of
+ * each, the 16-byte chunks h, h + TPK, .. with h = tid % TPK; page-table
+ * reads a tile ahead, keys past the KV range zero-filled), with the
+ * address work per key cut down, because the producer warp shares its
+ * scheduler with two consumer warps and its instructions are theirs lost:
+ *  - the page-table read keeps the key's slot (t % page_size) with it, so
+ *    the copy does not divide again;
+ *  - the source address is two wide multiply-adds from a per-thread base
+ *    (K's; V's is a fixed distance away), not a 64-bit product chain in a
+ *    branch per key (an out-of-range key copies from the base, with
+ *    src-size 0: nothing is read);
+ * TPK_MAX caps TPK below 8 (a 128-byte line per 8 threads): fewer threads
+ * per key row, so fewer keys, page-table reads and addresses per thread,
+ * each chunk copy of a warp spread over more rows. */
+template <int TK, int THREADS, int CHUNKS, int TPK_MAX> struct swa_ws_gather {
+    static constexpr int CAP = CHUNKS < TPK_MAX ? CHUNKS : TPK_MAX;
+    static constexpr int TPK = THREADS / TK > CAP ? THREADS / TK : CAP; /* threads per key row */
+    static constexpr int STEP = THREADS / TPK;                          /* keys per pass */
+    static constexpr int KEYS = TK / STEP;                              /* keys per thread */
+    static constexpr int CPT = CHUNKS / TPK;                            /* chunks per thread and key */
+    static constexpr int LOADS = KEYS * CPT;                            /* K (and V) chunks per thread */
+    static_assert(THREADS % TPK == 0 && TK % STEP == 0 && CHUNKS % TPK == 0 && CPT >= 1,
+                  "ws gather: the tile must split evenly over the threads");
+    const swa_kv_rows rows;
+    const unsigned long long kbase, vdist; /* K's row base + this thread's first chunk; V - K */
+    const int ld_h, ld_j0, kv_begin, kv_end, num_tiles;
+    int page[KEYS], slot[KEYS]; /* page -1: past the KV range */
+    __device__ swa_ws_gather(int tid, int begin, int end, int tiles, const swa_kv_rows &r, const void *kg,
+                             const void *vg)
+        : rows(r), kbase((unsigned long long)kg + r.head_bytes + (unsigned long long)(tid % TPK) * 16),
+          vdist((unsigned long long)vg - (unsigned long long)kg), ld_h(tid % TPK), ld_j0(tid / TPK),
+          kv_begin(begin), kv_end(end), num_tiles(tiles)
+    {
+    }
+    __device__ __forceinline__ void lookup(int tile)
+    {
+        const int t0 = kv_begin + tile * TK + ld_j0;
+#pragma unroll
+        for (int k = 0; k < KEYS; k++) {
+            const int t = t0 + k * STEP, q = rows.pdiv.div(t);
+            slot[k] = t - q * rows.pdiv.d;
+            page[k] = (tile < num_tiles && t < kv_end) ? (rows.pages ? rows.pages[q] : q) : -1;
+        }
+    }
+    template <class Dst>
+    __device__ __forceinline__ void issue(unsigned char *sK, unsigned char *sV, Dst dst) const
+    {
+#pragma unroll
+        for (int k = 0; k < KEYS; k++) {
+            const int j = ld_j0 + k * STEP;
+            const bool valid = page[k] >= 0;
+            const unsigned pg = valid ? (unsigned)page[k] : 0u, sl = valid ? (unsigned)slot[k] : 0u;
+            const unsigned long long src = kbase + pg * rows.page_bytes + sl * rows.slot_bytes;
+#pragma unroll
+            for (int i = 0; i < CPT; i++) {
+                const uint32_t b = dst(j, i * TPK + ld_h);
+                swa_cp_async16(sK + b, reinterpret_cast<const void *>(src + i * TPK * 16), valid);
+                swa_cp_async16(sV + b, reinterpret_cast<const void *>(src + vdist + i * TPK * 16), valid);
+            }
+        }
+    }
+};
+
 /* The producer's TMA tile: one thread announces the stage's bytes on its
  * full barrier and issues the boxes (D/64 per R keys, of K and of V); the
  * others arrive at once (the phase completes when the bytes have landed).
@@ -744,6 +829,29 @@ __device__ __forceinline__ void swa_ws_tma_tile(const Prob &prob, const swa_tma_
     } else {
         swa_mbar_arrive(bar);
     }
+}
+
+/* The producer's step for tile t of a work item, at ring position n (the
+ * CTA's count of tiles before it): wait until the stage is free (its
+ * previous tile's consumers have released it), fill it by TMA when
+ * by_tma(t) or else by the gather, close the tile's cp.async group (empty
+ * for a TMA tile), and read the next tile's pages while these copies fly.
+ * Signalling the stage full stays with the engine (LAG tiles later). */
+template <class Cfg, class Prob, class Gather, class ByTma>
+__device__ __forceinline__ void swa_ws_produce_tile(const Prob &prob, const swa_tma_kv &tma, Gather &loads,
+                                                    const ByTma &by_tma, unsigned char *sRing, uint32_t bar_full,
+                                                    uint32_t bar_empty, int t, int n, int ptid)
+{
+    constexpr int STAGES = Cfg::STAGES;
+    const int st = n % STAGES;
+    if (n >= STAGES) swa_mbar_wait(bar_empty + st * 8, (uint32_t)((n / STAGES - 1) & 1));
+    unsigned char *sK = sRing + st * Cfg::STAGE_BYTES;
+    if (by_tma(t))
+        swa_ws_tma_tile<Cfg>(prob, tma, sK, loads.kv_begin + t * Cfg::TK, bar_full + st * 8, ptid);
+    else
+        loads.issue(sK, sK + Cfg::TILE_BYTES, [](int j, int c) { return swa_sw128_off<Cfg::TK>(j, c); });
+    swa_cp_async_commit();
+    if (!by_tma(t + 1)) loads.lookup(t + 1);
 }
 
 /* A consumer warpgroup's tiles of one work item: per tile j, wait for its
@@ -1016,21 +1124,12 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned ch
             swa_tma_prefetch_map(&tma.k);
             swa_tma_prefetch_map(&tma.v);
         }
-        swa_ring_loads<TK, Cfg::PRODUCERS, CHUNKS> loads(ptid, kv_begin, kv_end, num_tiles);
+        swa_ws_gather<TK, Cfg::PRODUCERS, CHUNKS, Cfg::KV_TPK> loads(ptid, kv_begin, kv_end, num_tiles,
+                                                                      prob.template kv_rows<T>(), kg, vg);
         static_assert(decltype(loads)::LOADS == Cfg::LOADS, "ring loads per thread");
-        if (!by_tma(0)) loads.lookup(prob, 0);
+        if (!by_tma(0)) loads.lookup(0);
         for (int t = 0; t < num_tiles; t++) {
-            const int st = t % STAGES;
-            if (t >= STAGES) swa_mbar_wait(bar_empty + st * 8, (uint32_t)((t / STAGES - 1) & 1));
-            unsigned char *sK = sRing + st * Cfg::STAGE_BYTES;
-            if (by_tma(t)) {
-                swa_ws_tma_tile<Cfg>(prob, tma, sK, kv_begin + t * TK, bar_full + st * 8, ptid);
-            } else {
-                loads.issue(prob, kg, vg, sK, sK + Cfg::TILE_BYTES, t,
-                            [](int j, int c) { return swa_sw128_off<TK>(j, c); });
-            }
-            swa_cp_async_commit(); /* one group per tile, empty for a TMA tile */
-            if (!by_tma(t + 1)) loads.lookup(prob, t + 1); /* the next tile's pages, while these copies fly */
+            swa_ws_produce_tile<Cfg>(prob, tma, loads, by_tma, sRing, bar_full, bar_empty, t, t, ptid);
             if (t >= LAG && !by_tma(t - LAG)) {
                 swa_cp_async_wait<LAG>();
                 swa_fence_proxy_async_smem();
@@ -1203,21 +1302,13 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_wsp(Prob &prob, unsigned c
             if (qn >= 2) swa_mbar_wait(bar_qempty + qb * 8, (uint32_t)((qn / 2 - 1) & 1));
             swa_wg_load_q<ROWS, CHUNKS>(prob, sQ + qb * Cfg::Q_BYTES, qg, 0, ROWS, ptid, Cfg::PRODUCERS);
 
-            swa_ring_loads<TK, Cfg::PRODUCERS, CHUNKS> loads(ptid, kv_begin, kv_end, num_tiles);
+            swa_ws_gather<TK, Cfg::PRODUCERS, CHUNKS, Cfg::KV_TPK> loads(ptid, kv_begin, kv_end, num_tiles,
+                                                                          prob.template kv_rows<T>(), kg, vg);
             static_assert(decltype(loads)::LOADS == Cfg::LOADS, "ring loads per thread");
-            if (!by_tma(0)) loads.lookup(prob, 0);
+            if (!by_tma(0)) loads.lookup(0);
             for (int t = 0; t < num_tiles; t++) {
-                const int n = n0 + t, st = n % STAGES;
-                if (n >= STAGES) swa_mbar_wait(bar_empty + st * 8, (uint32_t)((n / STAGES - 1) & 1));
-                unsigned char *sK = sRing + st * Cfg::STAGE_BYTES;
-                if (by_tma(t)) {
-                    swa_ws_tma_tile<Cfg>(prob, tma, sK, kv_begin + t * TK, bar_full + st * 8, ptid);
-                } else {
-                    loads.issue(prob, kg, vg, sK, sK + Cfg::TILE_BYTES, t,
-                                [](int j, int c) { return swa_sw128_off<TK>(j, c); });
-                }
-                swa_cp_async_commit(); /* one group per tile, empty for a TMA tile */
-                if (!by_tma(t + 1)) loads.lookup(prob, t + 1); /* the next tile's pages, while these copies fly */
+                const int n = n0 + t;
+                swa_ws_produce_tile<Cfg>(prob, tma, loads, by_tma, sRing, bar_full, bar_empty, t, n, ptid);
                 if (t >= LAG) {
                     /* the Q group (older than tile 0's) has landed with tile t - LAG's */
                     if (t == LAG || !by_tma(t - LAG)) {

@@ -96,7 +96,8 @@ typedef struct bench_shape {
     int prefill_engine;              /* 0 mma.sync, 1 Hopper wgmma, 2 wgmma warp-specialised */
     int ws_variant;                  /* swa_cuda_tuning.prefill_ws_variant */
     int kv_loads;                    /* swa_cuda_tuning.prefill_kv_loads: 0 default, 1 cp.async, 2 TMA */
-    int ws_ctas;                     /* swa_cuda_tuning.prefill_ws_ctas: 0 default (CTA per item), -1 persistent */
+    int ws_ctas;                     /* swa_cuda_tuning.prefill_ws_ctas: SWA_WS_CTAS_PER_SM (0, the default:
+                                        the persistent kernel), SWA_WS_CTAS_PER_ITEM (-1) */
 } bench_shape;
 
 typedef struct bench_result {
@@ -548,20 +549,29 @@ static const bench_shape bench_shapes[] = {
     {"sweep prefill causal 8192 [wgmma-ws ring 4/1]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 1},
     {"sweep prefill causal 8192 [wgmma-ws ping-pong]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 2},
     {"sweep prefill causal L1023 8192 [wgmma-ws ping-pong]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 2},
-    /* the warp-specialised engine's persistent kernel (one CTA per SM running its share of the
-     * work items, the next item's loads overlapping the current one's last tiles and epilogue)
-     * against the default, one CTA per work item of 128 rows x kv head */
-    {"sweep prefill causal 8192 [wgmma-ws persistent]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 0, 0, -1},
-    {"sweep prefill causal L1023 8192 [wgmma-ws persistent]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 0, 0, -1},
+    /* the warp-specialised engine's grid for 128-row tiles: one CTA per work item of 128 rows x kv
+     * head against the default, the persistent kernel (one CTA per SM running its share of the
+     * work items, the next item's loads overlapping the current one's last tiles and epilogue;
+     * the ring 6/2, 4/1 and ping-pong rows above run one CTA per item: the persistent kernel
+     * takes the default ring only) */
+    {"sweep prefill causal 8192 [wgmma-ws per item]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 0, 0, -1},
+    {"sweep prefill causal L1023 8192 [wgmma-ws per item]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 0, 0, -1},
     /* where a consumer rescales O, packs P and waits for P V (swa_wgmma_ws_cfg::RESCALE): the
-     * default (2) against 0 (the previous default: all three between two tiles' products) and 1
-     * (the rescale and packing under the next tile's Q K^T, the P V wait hoisted by ptxas above
-     * the softmax) */
-    {"sweep prefill causal 8192 [wgmma-ws rescale 0]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 4},
-    {"sweep prefill causal L1023 8192 [wgmma-ws rescale 0]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 4},
+     * default (0: all three between two tiles' products) against 1 (the rescale and packing
+     * under the next tile's Q K^T, the P V wait hoisted by ptxas above the softmax) and 2 (1 with
+     * the wait split by a vote; the default before swa_ws_gather) */
     {"sweep prefill causal 8192 [wgmma-ws rescale 1]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 5},
     {"sweep prefill causal L1023 8192 [wgmma-ws rescale 1]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 5},
-    {"sweep prefill causal L1023 8192 [wgmma-ws persistent rescale 1]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 5, 0, -1},
+    {"sweep prefill causal 8192 [wgmma-ws rescale 2]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 4},
+    {"sweep prefill causal L1023 8192 [wgmma-ws rescale 2]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 4},
+    {"sweep prefill causal 8192 [wgmma-ws per item rescale 2]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 4, 0, -1},
+    {"sweep prefill causal L1023 8192 [wgmma-ws per item rescale 2]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 4, 0, -1},
+    /* the producer's gather (swa_ws_gather): at most 4 or 2 threads per key row (the default 8),
+     * so fewer keys, page-table reads and addresses per producer thread */
+    {"sweep prefill causal 8192 [wgmma-ws gather 4]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 6},
+    {"sweep prefill causal L1023 8192 [wgmma-ws gather 4]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 6},
+    {"sweep prefill causal 8192 [wgmma-ws gather 2]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 7},
+    {"sweep prefill causal L1023 8192 [wgmma-ws gather 2]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 7},
 };
 
 static int bench_usage(FILE *f)

@@ -38,7 +38,7 @@ swa_status swa_cuda_fail(swa_error *err, cudaError_t code, const char *stmt, con
  * TFLOP/s causal 8192); decode CTAs of 2 warps (fa2 3.51 vs 3.35 TB/s,
  * aiter 3.05 vs 2.64 TB/s).  A 4-deep ring for 2-warp decode was measured
  * at 1.9 TB/s and dropped. */
-swa_cuda_tuning swa_cuda_tune = {32, 2, 2, 0, 0, 0};
+swa_cuda_tuning swa_cuda_tune = {32, 2, 2, 0, 0, SWA_WS_CTAS_PER_SM};
 
 static char swa_cuda_kernel_note[192];
 
@@ -96,12 +96,15 @@ swa_status swa_cuda_prefill_engine_from_env(swa_error *err, const char **value)
     else if (!strcmp(v, "wgmma")) swa_cuda_tune.prefill_engine = 1;
     else if (!strcmp(v, "wgmma-ws")) {
         swa_cuda_tune.prefill_engine = 2;
-        swa_cuda_tune.prefill_ws_ctas = 0;
+        swa_cuda_tune.prefill_ws_ctas = SWA_WS_CTAS_PER_SM;
+    } else if (!strcmp(v, "wgmma-ws-per-item")) {
+        swa_cuda_tune.prefill_engine = 2;
+        swa_cuda_tune.prefill_ws_ctas = SWA_WS_CTAS_PER_ITEM;
     } else if (!strncmp(v, persistent, pn) && (v[pn] == '\0' || v[pn] == ':')) {
-        /* the persistent kernel (128-row plan tiles): one CTA per SM, or
-         * ":N" at most N CTAs, so that small cases run several work items
-         * per CTA too */
-        int ctas = -1;
+        /* the persistent kernel (128-row plan tiles): one CTA per SM (the
+         * default), or ":N" at most N CTAs, so that small cases run several
+         * work items per CTA too */
+        int ctas = SWA_WS_CTAS_PER_SM;
         if (v[pn] == ':') {
             char *end = NULL;
             errno = 0;
@@ -117,7 +120,8 @@ swa_status swa_cuda_prefill_engine_from_env(swa_error *err, const char **value)
     } else
         return swa_error_set(err, SWA_ERR_INVALID,
                              "SWADIFF_CUDA_PREFILL_ENGINE=\"%.40s\": expected \"mma\" (mma.sync, any GPU), \"wgmma\", "
-                             "\"wgmma-ws\" or \"wgmma-ws-persistent[:N]\" (Hopper, an sm_90a build)", v);
+                             "\"wgmma-ws\", \"wgmma-ws-per-item\" or \"wgmma-ws-persistent[:N]\" (Hopper, an sm_90a "
+                             "build)", v);
     return SWA_OK;
 }
 

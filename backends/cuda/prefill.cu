@@ -133,6 +133,19 @@ template <int D, bool MUT> struct swa_prefill_prob {
         return p.ragged ? t : pages[addr.page_of(t)];
     }
     __device__ long long offset(int page, int t) const { return addr.offset(page, t); }
+#if SWA_WGMMA_DEVICE
+    /* the same addresses for the warp-specialised producer's gather, in bytes */
+    template <typename T> __device__ swa_kv_rows kv_rows() const
+    {
+        swa_kv_rows kr;
+        kr.pages = p.ragged ? nullptr : pages;
+        kr.pdiv = addr.pdiv;
+        kr.page_bytes = (unsigned long long)addr.pg_stride * sizeof(T);
+        kr.slot_bytes = (unsigned long long)addr.slot_stride * sizeof(T);
+        kr.head_bytes = (unsigned long long)addr.head_off * sizeof(T);
+        return kr;
+    }
+#endif
     /* key t's TMA coordinates (swa_tma_kv): the pool page and its slot;
      * ragged: page 0 and the key's row in the ragged K/V */
     __device__ void tma_page_slot(int t, int &page, int &slot) const
@@ -378,13 +391,16 @@ template <int D, typename T> static bool swa_prefill_tma_encode(const swa_cuda_p
 /* The warp-specialised kernel over `items` work items (num_work x
  * sub_tiles x kv heads): its register split checked, the K/V tensor maps
  * when TMA is asked for, and the grid (swa_cuda_tuning.prefill_ws_ctas):
- * one CTA per item, or, for 128-row tiles, the persistent kernel on one
- * CTA per SM or fewer, each running its share of the items (swa_ws_sched).
- * The default is one CTA per item: on an H200 the persistent kernel ran
- * causal 8192 at 395 TFLOP/s against 438-446, and window 1023 at 309-314
- * against 302-310 (two runs; reports/gpu/h200/persistent-2026-12-01/);
- * with the P V wait after the softmax's vote (RESCALE 2) 397-401 against
- * 455-460, and 309 against 307-308 (reports/gpu/h200/rescale-2026-12-01/). */
+ * for 128-row tiles, the persistent kernel on one CTA per SM (the
+ * default) or fewer, each running its share of the items (swa_ws_sched),
+ * or one CTA per item (SWA_WS_CTAS_PER_ITEM, and every grid with no more
+ * items than CTAs).  The persistent kernel was slower while its producer
+ * was the bottleneck (H200: causal 8192 395-401 TFLOP/s against 438-460
+ * per item, window 1023 309-314 against 302-310;
+ * reports/gpu/h200/persistent-2026-12-01/, rescale-2026-12-01/); with the
+ * leaner producer (swa_ws_gather) it runs causal 8192 at 485-488 against
+ * 469 per item, window 1023 at 350-355 against 311 (RESCALE 0;
+ * reports/gpu/h200/gather-2026-12-01/). */
 template <class Cfg, typename T, bool MUT>
 static swa_status swa_prefill_launch_ws(swa_cuda_prefill_params p, int items, const char *split,
                                         cudaStream_t stream, swa_error *err)
@@ -393,11 +409,11 @@ static swa_status swa_prefill_launch_ws(swa_cuda_prefill_params p, int items, co
     int smem = Cfg::SMEM_BYTES, ctas = items;
     /* the persistent kernel: 128-row tiles, the default ring */
     constexpr bool can_persist = Cfg::WG == 2 && Cfg::STAGES == 5 && Cfg::LAG == 1 && !Cfg::PINGPONG;
-    typedef swa_wgmma_wsp_cfg<Cfg::D, 2, 5, 1, Cfg::RESCALE> PCfg;
+    typedef swa_wgmma_wsp_cfg<Cfg::D, 2, 5, 1, Cfg::RESCALE, Cfg::KV_TPK> PCfg;
     int want = swa_cuda_tune.prefill_ws_ctas;
     bool persist = false;
-    if (can_persist && want != 0) {
-        if (want < 0) { /* one CTA per SM (the kernel's shared memory allows one) */
+    if (can_persist && want != SWA_WS_CTAS_PER_ITEM) {
+        if (want == SWA_WS_CTAS_PER_SM) { /* the kernel's shared memory allows one */
             int dev = 0;
             SWA_CUDA_TRY(cudaGetDevice(&dev));
             SWA_CUDA_TRY(cudaDeviceGetAttribute(&want, cudaDevAttrMultiProcessorCount, dev));
@@ -443,12 +459,14 @@ static swa_status swa_prefill_launch_ws(swa_cuda_prefill_params p, int items, co
     if (tma.rows > 0) swa_prefill_tma_count++;
     char loads[48], grid[80];
     if (tma.rows > 0) snprintf(loads, sizeof loads, "TMA boxes of %d keys", tma.rows);
+    else if (Cfg::KV_TPK != 8) snprintf(loads, sizeof loads, "cp.async, %d threads per key row", Cfg::KV_TPK);
     else snprintf(loads, sizeof loads, "cp.async");
     if (persist)
         snprintf(grid, sizeof grid, ", persistent: %d CTA%s for %d work items", ctas, ctas == 1 ? "" : "s", items);
     else grid[0] = '\0';
-    /* RESCALE other than the default's (2; ping-pong: 0) */
-    static const char *const rescale[3] = {", O rescaled between the products", ", O rescaled under the next Q K^T", ""};
+    /* RESCALE other than the default's (0) */
+    static const char *const rescale[3] = {"", ", O rescaled under the next Q K^T",
+                                           ", O rescaled under the next Q K^T, P V waited for after a vote"};
     swa_cuda_note_kernel("prefill wgmma-ws: %d consumer warpgroup%s + producer, %d-stage ring, K/V by %s%s%s%s%s", Cfg::WG,
                          Cfg::WG == 1 ? "" : "s", Cfg::STAGES, loads, Cfg::PINGPONG ? ", ping-pong" : "",
                          Cfg::PINGPONG ? "" : rescale[Cfg::RESCALE], grid, split);
@@ -531,8 +549,10 @@ static swa_status swa_prefill_launch_d(const swa_cuda_prefill_params *p, int num
                     case 1: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 4, 1>, T, MUT, 2>(p, num_work, write_lse, stream, err);
                     case 2: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, true>, T, MUT, 2>(p, num_work, write_lse, stream, err);
                     case 3: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 6, 2>, T, MUT, 2>(p, num_work, write_lse, stream, err);
-                    case 4: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, false, 0>, T, MUT, 2>(p, num_work, write_lse, stream, err);
+                    case 4: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, false, 2>, T, MUT, 2>(p, num_work, write_lse, stream, err);
                     case 5: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, false, 1>, T, MUT, 2>(p, num_work, write_lse, stream, err);
+                    case 6: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, false, 0, 4>, T, MUT, 2>(p, num_work, write_lse, stream, err);
+                    case 7: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, false, 0, 2>, T, MUT, 2>(p, num_work, write_lse, stream, err);
                     default: break;
                     }
                 }
