@@ -16,12 +16,12 @@
  * Returns 0, 3 on a CUDA or check failure, 77 without a device, 2 on usage.
  *
  * Measured on one H200 (2026-12-01, medians of 30, fp16, page 16, NHD;
- * reports/gpu/h200/rescale-2026-12-01/final/, two runs):
- *   decode_fa2   b64 x kv4096 32/8 hd128        4.30-4.35 TB/s (the 4.25 copy counts read + write)
- *   decode_aiter same shape                      3.88-3.89 TB/s
- *   decode_fa2   window_left 1023 over kv 4096   3.76-3.77 TB/s of window bytes
- *   prefill      causal 8192, 32/8 hd128          457 TFLOP/s wgmma-ws, 344 wgmma, 296 mma.sync
- *   prefill      causal, window 1023, 8192        294-307 TFLOP/s wgmma-ws, 257 wgmma, 227 mma.sync
+ * reports/gpu/h200/gather-2026-12-01/final/, three runs):
+ *   decode_fa2   b64 x kv4096 32/8 hd128        4.26-4.31 TB/s (the 4.25 copy counts read + write)
+ *   decode_aiter same shape                      3.83-3.84 TB/s
+ *   decode_fa2   window_left 1023 over kv 4096   3.73-3.75 TB/s of window bytes
+ *   prefill      causal 8192, 32/8 hd128          493-496 TFLOP/s wgmma-ws, 342-347 wgmma, 295 mma.sync
+ *   prefill      causal, window 1023, 8192        350-358 TFLOP/s wgmma-ws, 256 wgmma, 224-225 mma.sync
  * The targets in the table below are the Hopper kernels issue's. */
 #include "backends/cuda/bench_cuda.h"
 #include "backends/cuda/cuda_internal.cuh"

@@ -70,9 +70,10 @@ extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_wa
  * mma.sync elsewhere): 2 (the default) the warp-specialised wgmma engine, 1
  * the serial wgmma engine, 0 mma.sync everywhere.  H200, 2026-12-01, with
  * the address changes (swa_kv_addr), 8 threads per key row in the ring
- * loads, the softmax reductions as trees and the warp-specialised P V wait
- * after the softmax's vote: causal 8192 457 / 344 / 296 TFLOP/s, window
- * 1023 307 / 257 / 227 (reports/gpu/h200/rescale-2026-12-01/final/). */
+ * loads, the softmax reductions as trees, and the warp-specialised engine's
+ * lean gather and persistent grid: causal 8192 493-496 / 342-347 / 295
+ * TFLOP/s, window 1023 350-358 / 256 / 224-225
+ * (reports/gpu/h200/gather-2026-12-01/final/). */
 extern "C" void SWA_DEV_SYM(set_prefill_kv_loads)(int kv_loads) { swa_cuda_tune.prefill_kv_loads = kv_loads; }
 extern "C" void SWA_DEV_SYM(set_prefill_ws_ctas)(int ctas) { swa_cuda_tune.prefill_ws_ctas = ctas; }
 

@@ -16,7 +16,9 @@
  * the 64- and 128-row tiles of head_dim 64/128 run on the warp-specialised
  * wgmma engine (attn_engine_sm90.cuh, swa_attn_engine_wgmma_ws: a producer
  * warpgroup and 1 or 2 consumer warpgroups per tile; tuning knob
- * prefill_engine = 2, the default), or on the serial wgmma engine
+ * prefill_engine = 2, the default; 128-row tiles on its persistent kernel,
+ * swa_attn_engine_wgmma_wsp, when there are more work items than SMs), or
+ * on the serial wgmma engine
  * (prefill_engine = 1); everything else, and prefill_engine = 0, runs on
  * the mma.sync engine (attn_engine.cuh).
  *
