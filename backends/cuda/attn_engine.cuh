@@ -428,16 +428,25 @@ __device__ __forceinline__ void swa_pv_fma(float (&o)[Cfg::MT][Cfg::D / 8][4],
  * page-table reads and 8 64-bit address chains per tile and thread.)  The
  * page-table reads of a tile are issued a tile ahead (lookup); the copies
  * (issue) zero-fill keys past the KV range.  Where (key row j, chunk c)
- * lives in a stage is the engine's layout: dst(j, c) -> byte offset. */
-template <int TK, int THREADS, int CHUNKS> struct swa_ring_loads {
-    static constexpr int TPK = (THREADS / TK > (CHUNKS < 8 ? CHUNKS : 8)) ? THREADS / TK
-                               : (CHUNKS < 8 ? CHUNKS : 8); /* threads per key row */
-    static constexpr int STEP = THREADS / TPK;                   /* keys per pass */
-    static constexpr int KEYS = TK / STEP;                       /* keys per thread */
-    static constexpr int CPT = CHUNKS / TPK;                     /* chunks per thread and key */
-    static constexpr int LOADS = KEYS * CPT;                     /* K (and V) chunks per thread */
+ * lives in a stage is the engine's layout: dst(j, c) -> byte offset.
+ * swa_ring_split is the split of a tile over the threads (TPK at most
+ * TPK_MAX), which the Hopper producer's gather (swa_ws_gather) shares. */
+template <int TK, int THREADS, int CHUNKS, int TPK_MAX = 8> struct swa_ring_split {
+    static constexpr int CAP = CHUNKS < TPK_MAX ? CHUNKS : TPK_MAX;
+    static constexpr int TPK = THREADS / TK > CAP ? THREADS / TK : CAP; /* threads per key row */
+    static constexpr int STEP = THREADS / TPK;                          /* keys per pass */
+    static constexpr int KEYS = TK / STEP;                              /* keys per thread */
+    static constexpr int CPT = CHUNKS / TPK;                            /* chunks per thread and key */
+    static constexpr int LOADS = KEYS * CPT;                            /* K (and V) chunks per thread */
     static_assert(THREADS % TPK == 0 && TK % STEP == 0 && CHUNKS % TPK == 0 && CPT >= 1,
                   "ring loads: the tile must split evenly over the threads");
+};
+template <int TK, int THREADS, int CHUNKS> struct swa_ring_loads : swa_ring_split<TK, THREADS, CHUNKS> {
+    typedef swa_ring_split<TK, THREADS, CHUNKS> split;
+    using split::TPK;
+    using split::STEP;
+    using split::KEYS;
+    using split::CPT;
     const int ld_h, ld_j0, kv_begin, kv_end, num_tiles;
     int looked[KEYS];
     __device__ swa_ring_loads(int tid, int begin, int end, int tiles)

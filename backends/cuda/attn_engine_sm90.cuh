@@ -753,15 +753,13 @@ struct swa_kv_rows {
  * TPK_MAX caps TPK below 8 (a 128-byte line per 8 threads): fewer threads
  * per key row, so fewer keys, page-table reads and addresses per thread,
  * each chunk copy of a warp spread over more rows. */
-template <int TK, int THREADS, int CHUNKS, int TPK_MAX> struct swa_ws_gather {
-    static constexpr int CAP = CHUNKS < TPK_MAX ? CHUNKS : TPK_MAX;
-    static constexpr int TPK = THREADS / TK > CAP ? THREADS / TK : CAP; /* threads per key row */
-    static constexpr int STEP = THREADS / TPK;                          /* keys per pass */
-    static constexpr int KEYS = TK / STEP;                              /* keys per thread */
-    static constexpr int CPT = CHUNKS / TPK;                            /* chunks per thread and key */
-    static constexpr int LOADS = KEYS * CPT;                            /* K (and V) chunks per thread */
-    static_assert(THREADS % TPK == 0 && TK % STEP == 0 && CHUNKS % TPK == 0 && CPT >= 1,
-                  "ws gather: the tile must split evenly over the threads");
+template <int TK, int THREADS, int CHUNKS, int TPK_MAX>
+struct swa_ws_gather : swa_ring_split<TK, THREADS, CHUNKS, TPK_MAX> {
+    typedef swa_ring_split<TK, THREADS, CHUNKS, TPK_MAX> split;
+    using split::TPK;
+    using split::STEP;
+    using split::KEYS;
+    using split::CPT;
     const swa_kv_rows rows;
     const unsigned long long kbase, vdist; /* K's row base + this thread's first chunk; V - K */
     const int ld_h, ld_j0, kv_begin, kv_end, num_tiles;
