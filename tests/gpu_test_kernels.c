@@ -287,9 +287,9 @@ Test(gpu_variants, prefill_one_m_tile_per_warp)
 }
 
 /* The Hopper wgmma prefill engine (prefill_engine 1; attn_engine_sm90.cuh)
- * runs 64- and 128-row plan tiles of head_dim 64/128.  Every shape here
+ * runs 64- and 128-row plan tiles of head_dim 64/128/256.  Every shape here
  * plans such tiles (average packed rows per request > 16), so each run
- * must reach the wgmma kernel: fp16 and bf16, head_dim 64 and 128, causal
+ * must reach the wgmma kernel: fp16 and bf16, head_dim 64, 128 and 256, causal
  * without a window, windows 0 / mid-tile / a whole 64- or 128-key tile /
  * long, non-causal
  * bands, GQA groups 1, 4, 8, page sizes 1, 16 and odd (5, 7, 13), NHD and
@@ -318,6 +318,12 @@ static const gpu_shape prefill_wgmma_shapes[] = {
     {"wg TMA page 128 G4 causal", 1, {256}, {1100}, 16, 4, 128, 128, -1, FP16},
     {"wg TMA page 8 hd64 L63", 2, {100, 77}, {300, 200}, 4, 2, 64, 8, 63, FP16},
     {"wg TMA page 32 HND split L500", 1, {48}, {3500}, 8, 2, 128, 32, 500, BF16, HND},
+    /* head_dim 256 (one consumer warpgroup of 64 rows; a 128-row plan tile as two CTAs) */
+    {"wg hd256 G2 window 100", 1, {200}, {600}, 8, 4, 256, 16, 100, FP16},
+    {"wg hd256 split HND page 13 L1023", 2, {40, 8}, {3000, 2100}, 8, 2, 256, 13, 1023, BF16, HND},
+    {"wg hd256 ragged G4 causal", 2, {150, 64}, {300, 64}, 8, 2, 256, 16, -1, FP16, NHD, RAGGED},
+    {"wg hd256 soft cap 50 L32", 1, {96}, {200}, 4, 2, 256, 16, 32, BF16, NHD, PAGED, false, 50},
+    {"wg hd256 TMA page 64 HND L200", 1, {130}, {500}, 4, 2, 256, 64, 200, FP16, HND},
 };
 
 /* Whether the warp-specialised engine loads (some of) a shape's K/V tiles

@@ -8,7 +8,8 @@
  *
  * Shape (swa_wgmma_cfg): WG consumer warpgroups (2 for 128-row plan tiles,
  * 1 for 64-row ones), 64 rows each, KV tiles of 64 keys, head_dim 64 or 128
- * (256 stays on the mma.sync engine), fp16 and bf16.  Per KV tile:
+ * (head_dim 256: one warpgroup, so a 128-row plan tile runs as two CTAs, and
+ * P V as two m64n128k16 per k-step), fp16 and bf16.  Per KV tile:
  *  - all threads fill a STAGES-deep cp.async ring (16-byte copies, page
  *    lookup one tile ahead, invalid keys zero-filled), exactly as the
  *    mma.sync engine does, only into the wgmma layout below;
@@ -126,7 +127,8 @@ template <int D_, int WG_, int STAGES_ = 0> struct swa_wgmma_cfg {
     static constexpr int CHUNKS = D / 8;               /* 16-byte chunks per row */
     static constexpr int LOADS = TK * CHUNKS / THREADS; /* K (and V) chunks per thread per tile */
     static constexpr int MIN_BLOCKS = D <= 64 ? 2 : 1;  /* __launch_bounds__ */
-    static_assert(D == 64 || D == 128, "wgmma engine: head_dim 64 or 128 (256 runs on the mma.sync engine)");
+    static_assert(D == 64 || D == 128 || (D == 256 && WG == 1),
+                  "wgmma engine: head_dim 64 or 128, or 256 on one warpgroup (O is 128 registers per thread)");
     static_assert(WG == 1 || WG == 2, "wgmma engine: one or two warpgroups");
     static_assert(STAGES >= 2, "wgmma engine: a ring of at least two stages");
     static_assert(THREADS % CHUNKS == 0 && (TK * CHUNKS) % THREADS == 0, "tile loads must split evenly");
@@ -138,7 +140,8 @@ template <int D_, int WG_, int STAGES_ = 0> struct swa_wgmma_cfg {
  * a STAGES-deep ring with a full and an empty mbarrier per stage; the
  * producer signals a stage LAG tiles after issuing it (once its copies
  * have landed: cp.async.wait_group LAG). */
-template <int D_, int WG_, int STAGES_ = 5, int LAG_ = 1, bool PINGPONG_ = false, int RESCALE_ = 0, int KV_TPK_ = 8>
+template <int D_, int WG_, int STAGES_ = (D_ == 256 ? 3 : 5), int LAG_ = 1, bool PINGPONG_ = false, int RESCALE_ = 0,
+          int KV_TPK_ = 8>
 struct swa_wgmma_ws_cfg {
     static constexpr int D = D_, WG = WG_;
     static constexpr bool PINGPONG = PINGPONG_ && WG_ == 2; /* the two consumers take turns issuing */
@@ -194,7 +197,9 @@ struct swa_wgmma_ws_cfg {
     /* registers per thread after setmaxnreg (two consumer warpgroups only:
      * 384 threads launch with 168; 128 x (168 - 56) = 256 x (224 - 168)) */
     static constexpr int PRODUCER_REGS = 56, CONSUMER_REGS = 224;
-    static_assert(D == 64 || D == 128, "wgmma engine: head_dim 64 or 128");
+    static_assert(D == 64 || D == 128 || (D == 256 && WG == 1),
+                  "wgmma engine: head_dim 64 or 128, or 256 with one consumer warpgroup (O is 128 registers per "
+                  "thread, over the 224 that setmaxnreg leaves two consumers)");
     static_assert(WG == 1 || WG == 2, "wgmma engine: one or two consumer warpgroups");
     static_assert(LAG >= 0 && LAG <= STAGES - 2, "ring: the producer may lag at most STAGES - 2 tiles (deadlock-free)");
     static_assert((TK * CHUNKS) % PRODUCERS == 0, "tile loads must split evenly over the producer");
@@ -489,14 +494,25 @@ __device__ __forceinline__ void swa_wg_qk_steps(float (&s)[1][8][4], uint64_t q_
 }
 
 /* O += P V, the NT/16 k-steps (no fence, no commit): k-step kk reads V keys
- * 16kk.. (2048 bytes per 16 rows of 128 bytes). */
+ * 16kk.. (2048 bytes per 16 rows of 128 bytes).  head_dim 256: two
+ * m64n128k16 per k-step, dims 0-127 and 128-255 (V's 64-dim blocks 2 and 3
+ * start 2 x NT x 128 bytes on; the same LBO and SBO). */
 template <int NT, int D, typename T>
 __device__ __forceinline__ void swa_wg_pv_steps(float (&o)[1][D / 8][4], const uint32_t (&a)[NT / 16][4],
                                                 uint64_t v_desc)
 {
 #pragma unroll
-    for (int kk = 0; kk < NT / 16; kk++)
-        swa_wg_ops<T>::pv(o[0], a[kk], swa_wg_desc_add(v_desc, (uint32_t)(kk * 16 * 128)));
+    for (int kk = 0; kk < NT / 16; kk++) {
+        const uint64_t d = swa_wg_desc_add(v_desc, (uint32_t)(kk * 16 * 128));
+        if constexpr (D <= 128) {
+            swa_wg_ops<T>::pv(o[0], a[kk], d);
+        } else {
+            static_assert(D == 256, "wgmma P V: head_dim 64, 128 or 256");
+            swa_wg_ops<T>::pv(*reinterpret_cast<float(*)[16][4]>(&o[0][0]), a[kk], d);
+            swa_wg_ops<T>::pv(*reinterpret_cast<float(*)[16][4]>(&o[0][16]), a[kk],
+                              swa_wg_desc_add(d, (uint32_t)(2 * NT * 128)));
+        }
+    }
 }
 
 /* P in the dtype as the A fragments of 16 keys each (the mma.sync engine's

@@ -511,6 +511,7 @@ static swa_status bench_copy_bandwidth(double *tbps, swa_error *err)
 #define AIT_B64 "decode_aiter", 64, 1, 4096, 32, 8, 128, 16
 #define PF_8K "prefill", 1, 8192, 8192, 32, 8, 128, 16
 #define FA2_B64_P64 "decode_fa2", 64, 1, 4096, 32, 8, 128, 64
+#define PF_8K_HD256 "prefill", 1, 8192, 8192, 32, 8, 256, 16
 static const bench_shape bench_shapes[] = {
     {"decode_fa2 b64 kv4096 32/8 hd128 p16 [2 warps]", FA2_B64, -1, true, ">= 4.0 TB/s", 4000, 32, 2},
     {"decode_fa2 b64 kv4096 32/8 hd128 p16 [4 warps]", FA2_B64, -1, true, ">= 4.0 TB/s", 4000, 32, 4},
@@ -572,6 +573,11 @@ static const bench_shape bench_shapes[] = {
     {"sweep prefill causal L1023 8192 [wgmma-ws gather 4]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 6},
     {"sweep prefill causal 8192 [wgmma-ws gather 2]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 7},
     {"sweep prefill causal L1023 8192 [wgmma-ws gather 2]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 7},
+    /* head_dim 256: the warp-specialised engine (one consumer warpgroup per CTA) against mma.sync */
+    {"sweep prefill causal 8192 hd256 [wgmma-ws]", PF_8K_HD256, -1, true, "(sweep)", 0, 32, 2, false, true, 2},
+    {"sweep prefill causal L1023 8192 hd256 [wgmma-ws]", PF_8K_HD256, 1023, true, "(sweep)", 0, 32, 2, false, true, 2},
+    {"sweep prefill causal 8192 hd256 [mma.sync]", PF_8K_HD256, -1, true, "(sweep)", 0, 32, 2, false, true, 0},
+    {"sweep prefill causal L1023 8192 hd256 [mma.sync]", PF_8K_HD256, 1023, true, "(sweep)", 0, 32, 2, false, true, 0},
 };
 
 static int bench_usage(FILE *f)

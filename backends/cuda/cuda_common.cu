@@ -66,7 +66,7 @@ extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_wa
 }
 
 /* Prefill engine where it applies (an sm_90a image on a compute capability
- * 9.0 GPU, head_dim <= 128, 64/128-row plan tiles; prefill.cu falls back to
+ * 9.0 GPU, head_dim 64/128/256, 64/128-row plan tiles; prefill.cu falls back to
  * mma.sync elsewhere): 2 (the default) the warp-specialised wgmma engine, 1
  * the serial wgmma engine, 0 mma.sync everywhere.  H200, 2026-12-01, with
  * the address changes (swa_kv_addr), 8 threads per key row in the ring

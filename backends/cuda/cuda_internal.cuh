@@ -109,7 +109,7 @@ swa_status swa_cuda_aiter_launch(const swa_cuda_aiter_params *p, swa_dtype dtype
 typedef struct swa_cuda_tuning {
     int prefill_rows_per_warp; /* 128-row tiles: 16 (two 64-row CTAs) or 32 (one CTA, two m-tiles per warp) */
     int decode_warps;          /* warps splitting each decode KV tile: 4 (64 keys) or 2 (32 keys) */
-    int prefill_engine;        /* Hopper (sm_90a image, head_dim <= 128, 64/128-row tiles): 2 (default) the
+    int prefill_engine;        /* Hopper (sm_90a image, 64/128-row tiles): 2 (default) the
                                   warp-specialised wgmma engine, 1 the serial wgmma engine; mma.sync
                                   elsewhere; 0 mma.sync everywhere */
     int prefill_ws_variant;    /* bench sweep of the warp-specialised engine (fp16, head_dim 128, 128-row

@@ -13,7 +13,7 @@
  *
  * Engines: on a compute capability 9.0 GPU with this binary's image
  * compiled for sm_90a (asked once from the device: swa_prefill_wgmma_built),
- * the 64- and 128-row tiles of head_dim 64/128 run on the warp-specialised
+ * the 64- and 128-row tiles of head_dim 64/128/256 run on the warp-specialised
  * wgmma engine (attn_engine_sm90.cuh, swa_attn_engine_wgmma_ws: a producer
  * warpgroup and 1 or 2 consumer warpgroups per tile; tuning knob
  * prefill_engine = 2, the default; 128-row tiles on its persistent kernel,
@@ -412,19 +412,21 @@ static swa_status swa_prefill_launch_ws(swa_cuda_prefill_params p, int items, co
     /* the persistent kernel: 128-row tiles, the default ring */
     constexpr bool can_persist = Cfg::WG == 2 && Cfg::STAGES == 5 && Cfg::LAG == 1 && !Cfg::PINGPONG;
     typedef swa_wgmma_wsp_cfg<Cfg::D, 2, 5, 1, Cfg::RESCALE, Cfg::KV_TPK> PCfg;
-    int want = swa_cuda_tune.prefill_ws_ctas;
     bool persist = false;
-    if (can_persist && want != SWA_WS_CTAS_PER_ITEM) {
-        if (want == SWA_WS_CTAS_PER_SM) { /* the kernel's shared memory allows one */
-            int dev = 0;
-            SWA_CUDA_TRY(cudaGetDevice(&dev));
-            SWA_CUDA_TRY(cudaDeviceGetAttribute(&want, cudaDevAttrMultiProcessorCount, dev));
-        }
-        if (want < items) {
-            kernel = swa_prefill_wgmma_wsp_kernel<PCfg, T, MUT>;
-            smem = PCfg::SMEM_BYTES;
-            ctas = want;
-            persist = true;
+    if constexpr (can_persist) { /* (a 64-row or head_dim 256 tile has no persistent kernel) */
+        int want = swa_cuda_tune.prefill_ws_ctas;
+        if (want != SWA_WS_CTAS_PER_ITEM) {
+            if (want == SWA_WS_CTAS_PER_SM) { /* the kernel's shared memory allows one */
+                int dev = 0;
+                SWA_CUDA_TRY(cudaGetDevice(&dev));
+                SWA_CUDA_TRY(cudaDeviceGetAttribute(&want, cudaDevAttrMultiProcessorCount, dev));
+            }
+            if (want < items) {
+                kernel = swa_prefill_wgmma_wsp_kernel<PCfg, T, MUT>;
+                smem = PCfg::SMEM_BYTES;
+                ctas = want;
+                persist = true;
+            }
         }
     }
     if constexpr (Cfg::WG == 2) {
@@ -569,6 +571,15 @@ static swa_status swa_prefill_launch_d(const swa_cuda_prefill_params *p, int num
         }
         if (p->cta_tile_q >= 128 && swa_cuda_tune.prefill_rows_per_warp == 32)
             return swa_prefill_launch_cfg<swa_engine_cfg<D, 4, 1, 2>, T, MUT>(p, num_work, write_lse, stream, err);
+    }
+    if constexpr (D == 256) {
+        /* head_dim 256 on the wgmma engines: one consumer warpgroup of 64
+         * rows (O takes 128 registers per thread), so a 128-row plan tile
+         * runs as two CTAs; a 3-stage ring (64 KB per stage) */
+        if (swa_cuda_tune.prefill_engine == 2 && swa_prefill_wgmma_ready())
+            return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 1>, T, MUT, 2>(p, num_work, write_lse, stream, err);
+        if (swa_cuda_tune.prefill_engine == 1 && swa_prefill_wgmma_ready())
+            return swa_prefill_launch_cfg<swa_wgmma_cfg<D, 1>, T, MUT, 1>(p, num_work, write_lse, stream, err);
     }
     return swa_prefill_launch_cfg<swa_engine_cfg<D, 4, 1>, T, MUT>(p, num_work, write_lse, stream, err);
 #endif
