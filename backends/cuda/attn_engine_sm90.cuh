@@ -168,7 +168,8 @@ struct swa_wgmma_ws_cfg {
     /* the producer's gather: at most KV_TPK threads per key row
      * (swa_ws_gather).  H200, persistent kernel, causal 8192 / window
      * 1023 TFLOP/s with RESCALE 2: 8 465-468 / 318-341, 4 486-487 /
-     * 341-353, 2 437-438 / 323-325 (reports/gpu/h200/gather-2026-12-01/) */
+     * 341-353, 2 437-438 / 323-325; with RESCALE 0, one run: 8 495 / 358,
+     * 4 507 / 358, 2 484 / 342 (reports/gpu/h200/gather-2026-12-01/) */
     static constexpr int KV_TPK = KV_TPK_;
     static_assert(KV_TPK_ == 2 || KV_TPK_ == 4 || KV_TPK_ == 8, "wgmma engine: 2, 4 or 8 producer threads per key row");
     static_assert(RESCALE_ >= 0 && RESCALE_ <= 2, "wgmma engine: rescale placement 0, 1 or 2");
