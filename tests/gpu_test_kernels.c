@@ -724,9 +724,8 @@ Test(gpu_device, device_fault_becomes_an_error_status)
 /* SWADIFF_CUDA_PREFILL_ENGINE picks the prefill engine of a whole run:
  * "mma" and (on compute capability 9.0) "wgmma", "wgmma-ws",
  * "wgmma-ws-per-item" and "wgmma-ws-persistent[:N]" run a prefill case
- * file and pass; any other
- * value makes every prefill result an error naming the variable, never a
- * silent default.  The binary and the source tree: $SWADIFF_BINARY and
+ * file and pass; any other value makes every prefill result an error
+ * naming the variable, never a silent default.  The binary and the source tree: $SWADIFF_BINARY and
  * $SWADIFF_SOURCE_DIR (a GPU machine running a bundle), or the build's. */
 static int run_case_with_engine(const char *value, const char *case_file, const char *dir, char *out, size_t n)
 {

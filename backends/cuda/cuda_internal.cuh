@@ -144,8 +144,9 @@ extern "C" void SWA_DEV_SYM(set_prefill_engine)(int engine); /* 0 mma.sync, 1 wg
  * called): "wgmma-ws" the warp-specialised engine with its default grid
  * (the persistent kernel on one CTA per SM), "wgmma-ws-per-item" one CTA
  * per work item, "wgmma-ws-persistent:N" the persistent kernel on at most
- * N CTAs (prefill_ws_ctas); another value is an error naming the variable.  Read at every prefill
- * launch; *value: the variable's value where it applies, else NULL. */
+ * N CTAs (prefill_ws_ctas); another value is an error naming the
+ * variable.  Read at every prefill launch; *value: the variable's value
+ * where it applies, else NULL. */
 swa_status swa_cuda_prefill_engine_from_env(swa_error *err, const char **value);
 /* prefill.cu: 1 when prefill_engine 1 or 2 would run a wgmma kernel on this
  * device (the loaded image is sm_90a; asks the device once), and how many
