@@ -208,6 +208,22 @@ int swa_cli_parse_shard(const char *s, int *index, int *count)
     return 0;
 }
 
+int swa_cli_parse_repeat(const char *s, int *count)
+{
+    long v = 0;
+    if (!*s)
+        return -1;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9' || v > SWA_REPEAT_MAX)
+            return -1;
+        v = v * 10 + (*p - '0');
+    }
+    if (v < 1 || v > SWA_REPEAT_MAX)
+        return -1;
+    *count = (int)v;
+    return 0;
+}
+
 unsigned swa_cli_parse_backends(const char *s, char *bad, size_t n)
 {
     unsigned mask = 0;

@@ -44,6 +44,12 @@ int swa_cli_parse_shard(const char *s, int *index, int *count);
  * command line (prog followed by argv). */
 void swa_cli_environment(swa_environment *env, const swa_device_ops *dev, int argc, char **argv,
                          const char *prog);
+/* --repeat N: the most runs of one (case, backend) a run accepts (more is
+ * a typo, not a test plan: 10,000 runs of a small decode case take hours). */
+#define SWA_REPEAT_MAX 10000
+/* Parses a run count: decimal digits only, 1 <= N <= SWA_REPEAT_MAX.
+ * Returns 0 or -1 (a sign, a space, a suffix, 0 or too many). */
+int swa_cli_parse_repeat(const char *s, int *count);
 /* Parses a comma-separated backend list into SWA_BACKEND_* flags; 0 on error. */
 unsigned swa_cli_parse_backends(const char *s, char *bad, size_t n);
 

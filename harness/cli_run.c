@@ -52,6 +52,11 @@ static int run_usage(FILE *f)
             "      --mutant-only ID  apply --mutant only to cases whose id matches ID (glob)\n"
             "      --dump DIR      write inputs, reference and outputs as .npy per case\n"
             "      --timeout SEC   per (case, backend) time limit, reported as error: timeout\n"
+            "                      (with --repeat N, N times SEC)\n"
+            "      --repeat N      run every (case, backend) N times on the same inputs (1 to %d);\n"
+            "                      run 1 is compared with the reference, runs 2..N must equal it\n"
+            "                      bitwise (output, LSE, guard bytes), else the result fails as\n"
+            "                      nondeterministic\n"
             "      --no-explain    don't attach a diagnosis to failing results\n"
             "      --no-isolate    run in this process instead of a worker (for debuggers;\n"
             "                      a device fault then ends the run)\n"
@@ -60,7 +65,7 @@ static int run_usage(FILE *f)
             "\n"
             "exit: 0 all passed (skips allowed), 1 a mismatch, 2 usage or case-file error,\n"
             "      3 runtime error, 77 the device asked for is not usable here\n",
-            backend_names);
+            backend_names, SWA_REPEAT_MAX);
     return f == stdout ? SWA_EXIT_OK : SWA_EXIT_USAGE;
 }
 
@@ -76,6 +81,7 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         {"plugin", required_argument, 0, 'P'}, {"adapter", required_argument, 0, 'A'},
         {"jobs", required_argument, 0, 'j'},
         {"adapters", required_argument, 0, 'R'}, {"adapter-timeout", required_argument, 0, 'W'},
+        {"repeat", required_argument, 0, 'N'},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
     };
     const char *device_name = "auto", *report_dir = NULL, *dump_dir = NULL, *mutant_only = NULL;
@@ -91,6 +97,7 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
     unsigned backend_mask = 0;
     swa_mutant mutant = SWA_MUTANT_NONE;
     double timeout = 0;
+    int repeat = 1;
     bool explain = true, quiet = false, no_isolate = false;
     char bad[128];
     optind = 1;
@@ -189,6 +196,13 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
             }
             break;
         }
+        case 'N':
+            if (swa_cli_parse_repeat(optarg, &repeat) != 0) {
+                fprintf(stderr, "swadiff run: --repeat %s: expected a whole number of runs from 1 to %d\n", optarg,
+                        SWA_REPEAT_MAX);
+                return SWA_EXIT_USAGE;
+            }
+            break;
         case 'E': explain = false; break;
         case 'I': no_isolate = true; break;
         case 'O': mutant_only = optarg; break;
@@ -307,7 +321,7 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         .backends_selected = backends_selected, .external_globs = externals, .num_external_globs = nexternals,
         .timeout = timeout, .explain_failures = explain, .quiet = quiet, .no_isolate = no_isolate,
         .mutant_only = mutant_only, .jobs = jobs, .gpus = gpus, .num_gpus = num_gpus,
-        .argv0 = prog,
+        .repeat = repeat, .argv0 = prog,
     };
     if (swa_run_count_pairs(&cfg, &all, selected, nsel) == 0) {
         fprintf(stderr, "swadiff run: nothing to run: the %d selected case(s) and the backend selection give no "

@@ -266,6 +266,30 @@ cJSON *swa_report_case_json(const swa_result *r)
         p += n + (nl ? 1 : 0);
     }
     add_str(o, "reproduce", r->reproduce);
+    /* report 1.4: runs of the pair on the same inputs (--repeat), and how
+     * runs 2..N differed from run 1 bitwise (null when they did not) */
+    cJSON_AddNumberToObject(o, "repeat", r->repeat > 1 ? r->repeat : 1);
+    if (r->nondet.runs_differing) {
+        const swa_nondet *nd = &r->nondet;
+        cJSON *n = cJSON_AddObjectToObject(o, "nondeterministic");
+        cJSON_AddNumberToObject(n, "runs_differing", nd->runs_differing);
+        cJSON_AddNumberToObject(n, "first_run", nd->first_run);
+        cJSON_AddItemToObject(n, "first_index", index_json(&nd->first_index));
+        cJSON_AddNumberToObject(n, "worst_run", nd->worst_run);
+        cJSON_AddNumberToObject(n, "elements", (double)nd->elements);
+        cJSON_AddNumberToObject(n, "total", (double)nd->total);
+        cJSON_AddNumberToObject(n, "nonfinite", (double)nd->nonfinite);
+        cJSON_AddNumberToObject(n, "lse_entries", (double)nd->lse_entries);
+        cJSON_AddNumberToObject(n, "lse_total", (double)nd->lse_total);
+        cJSON_AddNumberToObject(n, "guard_bytes", (double)nd->guard_bytes);
+        cJSON *abs = cJSON_AddObjectToObject(n, "max_abs_diff");
+        add_real(abs, "value", nd->max_abs_diff);
+        cJSON_AddItemToObject(abs, "index", index_json(nd->max_abs_run > 0 ? &nd->max_abs_index
+                                                                            : &(swa_index){-1, 0, 0, 0, 0}));
+        cJSON_AddNumberToObject(abs, "run", nd->max_abs_run);
+    } else {
+        cJSON_AddNullToObject(o, "nondeterministic");
+    }
     /* report 1.3: the kernel variant that computed it, null when the
      * device does not say (the host emulation, external backends) */
     add_string_or_null(o, "kernel", r->kernel[0] ? r->kernel : NULL);

@@ -220,6 +220,43 @@ static void read_kernel(reader *rd, const cJSON *obj, swa_result *r)
     snprintf(r->kernel, sizeof r->kernel, "%s", k->valuestring);
 }
 
+/* "repeat" and "nondeterministic" (report 1.4, optional: older reports
+ * ran each pair once): the runs of the pair on the same inputs, and how
+ * runs 2..N differed from run 1 (null when they did not). */
+static void read_repeat(reader *rd, const cJSON *obj, swa_result *r)
+{
+    r->repeat = 1;
+    memset(&r->nondet, 0, sizeof r->nondet);
+    if (cJSON_GetObjectItemCaseSensitive(obj, "repeat"))
+        r->repeat = get_int_in(rd, obj, "repeat", 1, 1000000);
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(obj, "nondeterministic");
+    if (!n || cJSON_IsNull(n))
+        return;
+    if (!cJSON_IsObject(n)) {
+        type_error(rd, "nondeterministic", "an object or null");
+        return;
+    }
+    swa_nondet *nd = &r->nondet;
+    nd->runs_differing = get_int_in(rd, n, "runs_differing", 1, 1000000);
+    nd->first_run = get_int_in(rd, n, "first_run", 2, 1000000);
+    nd->first_index = get_index(rd, n, "first_index");
+    nd->worst_run = get_int_in(rd, n, "worst_run", 2, 1000000);
+    nd->elements = get_int(rd, n, "elements");
+    nd->total = get_int(rd, n, "total");
+    nd->nonfinite = get_int(rd, n, "nonfinite");
+    nd->lse_entries = get_int(rd, n, "lse_entries");
+    nd->lse_total = get_int(rd, n, "lse_total");
+    nd->guard_bytes = get_int(rd, n, "guard_bytes");
+    const cJSON *abs = get_object(rd, n, "max_abs_diff", false);
+    if (abs) {
+        nd->max_abs_diff = get_real(rd, abs, "value");
+        nd->max_abs_index = get_index(rd, abs, "index");
+        nd->max_abs_run = get_int_in(rd, abs, "run", 0, 1000000);
+    }
+    if (!rd->failed && (nd->runs_differing >= r->repeat || nd->first_run > r->repeat || nd->worst_run > r->repeat))
+        type_error(rd, "nondeterministic", "runs within \"repeat\" (runs_differing < repeat, runs 2..repeat)");
+}
+
 /* "decisions" (report 1.2, optional: older reports have none): an object
  * of decision names to value strings, kept as "key=value;..." so merge
  * writes back exactly what it read, decisions of newer swadiffs included. */
@@ -411,6 +448,7 @@ swa_status swa_report_case_from_json(const cJSON *obj, const char *where, swa_re
     get_string(&rd, obj, "reproduce", r->reproduce, sizeof r->reproduce, false);
     read_kernel(&rd, obj, r);
     read_decisions(&rd, obj, r);
+    read_repeat(&rd, obj, r);
     if (rd.failed) {
         swa_compare_result_free(c);
         return err ? err->status : SWA_ERR_INVALID;

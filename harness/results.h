@@ -27,6 +27,22 @@ static inline const char *swa_outcome_name(swa_outcome o)
          : o == SWA_OUTCOME_ERROR ? "error" : "skipped";
 }
 
+/* --repeat N: how runs 2..N differed from run 1, bitwise (all zero when
+ * they did not).  Counts are of the run that differed most (worst_run). */
+typedef struct swa_nondet {
+    int runs_differing;          /* repeat runs whose output, LSE or guard bytes differ from run 1's */
+    int first_run;               /* the first such run (2..N); 0 when none */
+    swa_index first_index;       /* its first differing output element (request -1: only LSE/guards differ) */
+    int worst_run;               /* the run with the most differing elements */
+    long long elements, total;   /* output elements that differ in worst_run, of total */
+    long long nonfinite;         /* of those, pairs where a side is NaN or Inf */
+    long long lse_entries, lse_total; /* LSE entries that differ in worst_run, of lse_total (0: no LSE) */
+    long long guard_bytes;       /* guard bytes around out/lse that differ in worst_run */
+    double max_abs_diff;         /* greatest |run k - run 1| over finite pairs, every run */
+    swa_index max_abs_index;
+    int max_abs_run;             /* 0: no finite pair differs */
+} swa_nondet;
+
 typedef struct swa_result {
     char id[SWA_ID_MAX];
     char file[SWA_PATH_MAX];
@@ -53,6 +69,8 @@ typedef struct swa_result {
     int window_right;            /* -1 unbounded (0 for causal cases) */
     int chunk_size;              /* attention_chunk_size, 0 when off */
     bool causal;
+    int repeat;                  /* runs of this (case, backend) on the same inputs (--repeat; 1 by default) */
+    swa_nondet nondet;           /* --repeat: how later runs differed from run 1 */
     int seq;                     /* pair index in the run's order (not written): reports list results by it */
     /* where the time went (not written to reports; `bench --harness` adds
      * them up): the case's data and reference go to its first backend */

@@ -76,6 +76,8 @@ void swa_reproduce_command(const swa_run_config *cfg, const swa_case *c, const c
                      cfg->device ? cfg->device->name : "host");
     if (cfg->mutant != SWA_MUTANT_NONE && k > 0 && (size_t)k < n)
         k += snprintf(buf + k, n - (size_t)k, " --mutant %s", swa_mutant_get(cfg->mutant)->name);
+    if (cfg->repeat > 1 && k > 0 && (size_t)k < n) /* a nondeterministic result needs its repeats to show */
+        k += snprintf(buf + k, n - (size_t)k, " --repeat %d", cfg->repeat);
     const swa_backend *b = swa_backend_by_name(backend);
     if (!b && k > 0 && (size_t)k < n) /* an external backend: register its provider again */
         swa_external_options(buf + k, n - (size_t)k);
@@ -333,7 +335,184 @@ void swa_result_init(const swa_run_config *cfg_in, const swa_case *c, const char
     r->window_right = c->window_right;
     r->chunk_size = c->chunk_size;
     r->causal = c->causal;
+    r->repeat = cfg.repeat > 1 ? cfg.repeat : 1;
     swa_reproduce_command(&cfg, c, backend, r->reproduce, sizeof r->reproduce);
+}
+
+/* One execution of a backend on a prepared case: its plan (every layer's
+ * plan for an interleaved-layer case) and a run into freshly poisoned,
+ * guarded outputs.  Run 1 and every --repeat run go through here, so the
+ * repeats are the same plan-and-run a serving engine does step after step. */
+typedef struct swa_exec {
+    void *plan;                  /* the compared layer's plan (owned by layers when num_layers > 0) */
+    swa_layer_plans layers;
+    uint8_t *out_g, *lse_g;      /* guarded outputs */
+    uint8_t *other_out, *other_lse; /* the other layers' outputs */
+    swa_out_args oa;
+} swa_exec;
+
+static void exec_free(const swa_case *c, const swa_backend *b, swa_exec *x)
+{
+    if (c->num_layers > 0)
+        swa_layer_plans_free(b, &x->layers);
+    else if (x->plan)
+        b->free(x->plan);
+    free(x->out_g);
+    free(x->lse_g);
+    free(x->other_out);
+    free(x->other_lse);
+    memset(x, 0, sizeof *x);
+}
+
+static swa_status exec_plan(swa_case_ctx *ctx, const swa_backend *b, const swa_plan_opts *po, swa_exec *x,
+                            swa_error *err)
+{
+    const swa_case *c = ctx->c;
+    if (c->num_layers == 0)
+        return b->plan(c, &ctx->in, po, &x->plan, err);
+    /* interleaved layers: plan every layer, run them all below */
+    swa_status st = swa_layer_plans_build(b, c, &ctx->in, po, &x->layers, err);
+    if (st == SWA_OK)
+        x->plan = x->layers.plan[c->layer];
+    return st;
+}
+
+static swa_status exec_run(swa_case_ctx *ctx, const swa_backend *b, const swa_run_opts *ro, size_t out_bytes,
+                           size_t lse_bytes, swa_exec *x, swa_error *err)
+{
+    const swa_case *c = ctx->c;
+    x->out_g = guarded_alloc(out_bytes);
+    x->lse_g = guarded_alloc(lse_bytes);
+    if (!x->out_g || !x->lse_g)
+        return swa_error_set(err, SWA_ERR_NOMEM, "out of host memory for the output buffers (%zu bytes)", out_bytes);
+    x->oa = (swa_out_args){
+        .out = x->out_g + SWA_GUARD_BYTES,
+        .lse = ro->return_lse ? (float *)(x->lse_g + SWA_GUARD_BYTES) : NULL,
+        .out_bytes = out_bytes,
+        .lse_bytes = lse_bytes,
+        .guard_bytes = SWA_GUARD_BYTES,
+        .guard_pattern = SWA_GUARD_PATTERN,
+    };
+    if (c->num_layers == 0)
+        return b->run(x->plan, ctx->dev_inputs, ro, &x->oa, err);
+    /* every layer in model order over the same batch, as a forward pass
+     * does; this record's layer writes oa, the others a scratch output */
+    x->other_out = guarded_alloc(out_bytes);
+    x->other_lse = guarded_alloc(lse_bytes);
+    if (!x->other_out || !x->other_lse)
+        return swa_error_set(err, SWA_ERR_NOMEM, "out of host memory for the other layers' outputs");
+    swa_out_args other = x->oa;
+    other.out = x->other_out + SWA_GUARD_BYTES;
+    other.lse = x->oa.lse ? (float *)(x->other_lse + SWA_GUARD_BYTES) : NULL;
+    swa_status st = SWA_OK;
+    for (int l = 0; l < c->num_layers && st == SWA_OK; l++) {
+        swa_run_opts lro = *ro;
+        lro.window_left = c->layer_window_left[l];
+        st = b->run(x->layers.plan[l], ctx->dev_inputs, &lro, l == c->layer ? &x->oa : &other, err);
+        if (st != SWA_OK) {
+            char why[sizeof err->message];
+            snprintf(why, sizeof why, "%s", err->message);
+            swa_error_set(err, st, "layer %d (window_left %d): %s", l, c->layer_window_left[l], why);
+        }
+    }
+    return st;
+}
+
+/* (request, row, position, head, dim) of element i of an output laid out
+ * [total_qo][heads][head_dim] (dim < 0: an LSE entry [total_qo][heads]). */
+static swa_index element_index(const swa_case *c, const int *qo_indptr, size_t i, bool lse)
+{
+    size_t per_row = (size_t)c->num_qo_heads * (lse ? 1 : (size_t)c->head_dim);
+    int g = (int)(i / per_row), r = 0;
+    while (r + 1 < c->num_requests && qo_indptr[r + 1] <= g)
+        r++;
+    int row = g - qo_indptr[r];
+    swa_index ix = {r, row, c->kv_len[r] - c->qo_len[r] + row,
+                    (int)(lse ? i % (size_t)c->num_qo_heads : (i / (size_t)c->head_dim) % (size_t)c->num_qo_heads),
+                    lse ? -1 : (int)(i % (size_t)c->head_dim)};
+    return ix;
+}
+
+/* Bitwise comparison of run k's outputs with run 1's (--repeat): the
+ * interior element by element in the case dtype, the LSE entry by entry,
+ * and the guard bytes.  Adds run k to r->nondet when anything differs. */
+static void nondet_add(const swa_case *c, const int *qo_indptr, const swa_exec *first, const swa_exec *again,
+                       size_t out_bytes, size_t lse_bytes, bool with_lse, int run, swa_nondet *nd)
+{
+    size_t es = swa_dtype_size(c->dtype), n = out_bytes / es;
+    const uint8_t *a = first->out_g + SWA_GUARD_BYTES, *b = again->out_g + SWA_GUARD_BYTES;
+    long long elements = 0, nonfinite = 0, lse_entries = 0, guard = 0;
+    size_t first_at = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (memcmp(a + i * es, b + i * es, es) == 0)
+            continue;
+        if (!elements++)
+            first_at = i;
+        double x = swa_load(c->dtype, a, i), y = swa_load(c->dtype, b, i);
+        if (!isfinite(x) || !isfinite(y)) {
+            nonfinite++;
+            continue;
+        }
+        double d = fabs(x - y);
+        if (d > nd->max_abs_diff || nd->max_abs_run == 0) {
+            nd->max_abs_diff = d;
+            nd->max_abs_index = element_index(c, qo_indptr, i, false);
+            nd->max_abs_run = run;
+        }
+    }
+    if (with_lse) {
+        const uint8_t *la = first->lse_g + SWA_GUARD_BYTES, *lb = again->lse_g + SWA_GUARD_BYTES;
+        for (size_t i = 0; i < lse_bytes / sizeof(float); i++)
+            lse_entries += memcmp(la + i * sizeof(float), lb + i * sizeof(float), sizeof(float)) != 0;
+    }
+    const uint8_t *guards[2][2] = {{first->out_g, again->out_g}, {first->lse_g, again->lse_g}};
+    size_t tails[2] = {SWA_GUARD_BYTES + out_bytes, SWA_GUARD_BYTES + lse_bytes};
+    for (int g = 0; g < (with_lse ? 2 : 1); g++)
+        for (size_t i = 0; i < SWA_GUARD_BYTES; i++)
+            guard += (guards[g][0][i] != guards[g][1][i]) + (guards[g][0][tails[g] + i] != guards[g][1][tails[g] + i]);
+    nd->total = (long long)n;
+    nd->lse_total = with_lse ? (long long)(lse_bytes / sizeof(float)) : 0;
+    if (!elements && !lse_entries && !guard)
+        return;
+    if (!nd->runs_differing++) {
+        nd->first_run = run;
+        nd->first_index = element_index(c, qo_indptr, first_at, false);
+        if (!elements)
+            nd->first_index.request = -1; /* only the LSE or the guards differ */
+    }
+    if (elements > nd->elements || (elements == nd->elements && lse_entries + guard > nd->lse_entries + nd->guard_bytes)) {
+        nd->elements = elements;
+        nd->nonfinite = nonfinite;
+        nd->lse_entries = lse_entries;
+        nd->guard_bytes = guard;
+        nd->worst_run = run;
+    }
+}
+
+void swa_nondet_format(const swa_nondet *nd, int repeat, char *buf, size_t n)
+{
+    char first[96] = "", worst[96] = "";
+    if (nd->first_index.request >= 0) {
+        swa_index_format(&nd->first_index, first, sizeof first);
+    }
+    if (nd->max_abs_run > 0)
+        swa_index_format(&nd->max_abs_index, worst, sizeof worst);
+    int k = snprintf(buf, n,
+                     "Nondeterministic: %d of %d repeat runs differ bitwise from run 1; run %d: %lld / %lld output "
+                     "elements differ (%.1f%%)",
+                     nd->runs_differing, repeat - 1, nd->worst_run, nd->elements, nd->total,
+                     nd->total ? 100.0 * (double)nd->elements / (double)nd->total : 0.0);
+    if (k > 0 && (size_t)k < n && first[0])
+        k += snprintf(buf + k, n - (size_t)k, ", the first at %s (run %d)", first, nd->first_run);
+    if (k > 0 && (size_t)k < n && nd->max_abs_run > 0)
+        k += snprintf(buf + k, n - (size_t)k, "; greatest absolute difference %.3g at %s (run %d)", nd->max_abs_diff,
+                      worst, nd->max_abs_run);
+    if (k > 0 && (size_t)k < n && nd->nonfinite)
+        k += snprintf(buf + k, n - (size_t)k, "; %lld where one side is NaN or Inf", nd->nonfinite);
+    if (k > 0 && (size_t)k < n && nd->lse_entries)
+        k += snprintf(buf + k, n - (size_t)k, "; LSE: %lld / %lld entries differ", nd->lse_entries, nd->lse_total);
+    if (k > 0 && (size_t)k < n && nd->guard_bytes)
+        snprintf(buf + k, n - (size_t)k, "; %lld guard bytes around the outputs differ", nd->guard_bytes);
 }
 
 void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_backend *b, swa_result *r,
@@ -366,80 +545,30 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
         .warn_ctx = &sink,
         .backend = b,
     };
-    void *plan = NULL;
-    uint8_t *out_g = NULL, *lse_g = NULL;
+    swa_exec x = {0};
     float *lse_ln = NULL;
-    swa_layer_plans layers = {0};
-    uint8_t *other_out = NULL, *other_lse = NULL;
-    swa_status st;
-    if (c->num_layers > 0) {
-        /* interleaved layers: plan every layer, run them all below */
-        st = swa_layer_plans_build(b, c, &ctx->in, &po, &layers, &err);
-        if (st != SWA_OK)
-            goto fail;
-        plan = layers.plan[c->layer];
-    } else {
-        st = b->plan(c, &ctx->in, &po, &plan, &err);
-    }
+    swa_status st = exec_plan(ctx, b, &po, &x, &err);
     if (st != SWA_OK)
         goto fail;
     swa_decisions decisions;
-    if (swa_plan_decisions(b, c, plan, &decisions, &(swa_error){0}) == SWA_OK)
+    if (swa_plan_decisions(b, c, x.plan, &decisions, &(swa_error){0}) == SWA_OK)
         swa_decisions_format(&decisions, r->decisions, sizeof r->decisions);
 
     size_t out_bytes = (size_t)ctx->in.total_qo * c->num_qo_heads * c->head_dim * swa_dtype_size(c->dtype);
     size_t lse_bytes = (size_t)ctx->in.total_qo * c->num_qo_heads * sizeof(float);
     swa_run_opts ro = {.window_left_set = false, .window_left = c->window_left,
                        .return_lse = c->return_lse || b->lse_base != 0};
-    out_g = guarded_alloc(out_bytes);
-    lse_g = guarded_alloc(lse_bytes);
-    if (!out_g || !lse_g) {
-        st = swa_error_set(&err, SWA_ERR_NOMEM, "out of host memory for the output buffers (%zu bytes)", out_bytes);
-        goto fail;
-    }
-    swa_out_args oa = {
-        .out = out_g + SWA_GUARD_BYTES,
-        .lse = ro.return_lse ? (float *)(lse_g + SWA_GUARD_BYTES) : NULL,
-        .out_bytes = out_bytes,
-        .lse_bytes = lse_bytes,
-        .guard_bytes = SWA_GUARD_BYTES,
-        .guard_pattern = SWA_GUARD_PATTERN,
-    };
     /* the device names the kernel the run below launches (read after it) */
     if (cfg->device->last_kernel) cfg->device->last_kernel(NULL, 0);
-    if (c->num_layers > 0) {
-        /* every layer in model order over the same batch, as a forward pass
-         * does; this record's layer writes oa, the others a scratch output */
-        other_out = guarded_alloc(out_bytes);
-        other_lse = guarded_alloc(lse_bytes);
-        if (!other_out || !other_lse) {
-            st = swa_error_set(&err, SWA_ERR_NOMEM, "out of host memory for the other layers' outputs");
-            goto fail;
-        }
-        swa_out_args other = oa;
-        other.out = other_out + SWA_GUARD_BYTES;
-        other.lse = oa.lse ? (float *)(other_lse + SWA_GUARD_BYTES) : NULL;
-        for (int l = 0; l < c->num_layers && st == SWA_OK; l++) {
-            swa_run_opts lro = ro;
-            lro.window_left = c->layer_window_left[l];
-            st = b->run(layers.plan[l], ctx->dev_inputs, &lro, l == c->layer ? &oa : &other, &err);
-            if (st != SWA_OK) {
-                char why[sizeof err.message];
-                snprintf(why, sizeof why, "%s", err.message);
-                swa_error_set(&err, st, "layer %d (window_left %d): %s", l, c->layer_window_left[l], why);
-            }
-        }
-    } else {
-        st = b->run(plan, ctx->dev_inputs, &ro, &oa, &err);
-    }
+    st = exec_run(ctx, b, &ro, out_bytes, lse_bytes, &x, &err);
     if (cfg->device->last_kernel) cfg->device->last_kernel(r->kernel, sizeof r->kernel);
     if (st != SWA_OK)
         goto fail;
     r->stage[SWA_STAGE_BACKEND] = swa_now() - t0;
     double t_cmp = swa_now();
 
-    double lse_base = b->run_lse_base(plan, &ro);
-    st = swa_compare(c, ctx->in.qo_indptr, out_g, out_bytes, ro.return_lse ? (const float *)lse_g : NULL,
+    double lse_base = b->run_lse_base(x.plan, &ro);
+    st = swa_compare(c, ctx->in.qo_indptr, x.out_g, out_bytes, ro.return_lse ? (const float *)x.lse_g : NULL,
                      lse_bytes, SWA_GUARD_BYTES, SWA_GUARD_PATTERN, lse_base, ctx->ref_out,
                      ro.return_lse ? ctx->ref_lse : NULL, ctx->lowp_out, &r->cmp, &err);
     if (st != SWA_OK)
@@ -456,16 +585,50 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
     r->outcome = swa_compare_passed(&r->cmp) ? SWA_OUTCOME_PASSED : SWA_OUTCOME_FAILED;
     swa_compare_first_line(&r->cmp, r->message, sizeof r->message);
 
+    /* --repeat: runs 2..N on the same inputs, each a fresh plan and run,
+     * bitwise against run 1 (which alone is compared with the reference) */
+    double t_repeat = swa_now();
+    for (int k = 2; k <= r->repeat; k++) {
+        swa_exec y = {0};
+        st = exec_plan(ctx, b, &po, &y, &err);
+        if (st == SWA_OK)
+            st = exec_run(ctx, b, &ro, out_bytes, lse_bytes, &y, &err);
+        if (st == SWA_OK)
+            nondet_add(c, ctx->in.qo_indptr, &x, &y, out_bytes, lse_bytes, ro.return_lse, k, &r->nondet);
+        exec_free(c, b, &y);
+        if (st != SWA_OK) {
+            char msg[sizeof err.message];
+            snprintf(msg, sizeof msg, "%s", err.message);
+            swa_error_set(&err, st, "repeat run %d of %d (run 1 %s): %s", k, r->repeat,
+                          r->outcome == SWA_OUTCOME_PASSED ? "passed" : "failed", msg);
+            goto fail;
+        }
+    }
+    if (r->nondet.runs_differing) {
+        char text[sizeof r->message];
+        swa_nondet_format(&r->nondet, r->repeat, text, sizeof text);
+        if (r->outcome == SWA_OUTCOME_PASSED) {
+            /* the headline: run 1 matched the reference, a later run did not match run 1 */
+            r->outcome = SWA_OUTCOME_FAILED;
+            snprintf(r->message, sizeof r->message, "%s", text);
+            snprintf(r->diagnosis, sizeof r->diagnosis,
+                     "[nondeterministic] run 1 matches the reference, but %d of %d later runs on the same inputs "
+                     "differ from it bitwise: a race, an unordered copy, or a plan that depends on timing",
+                     r->nondet.runs_differing, r->repeat - 1);
+        }
+    }
+    r->stage[SWA_STAGE_BACKEND] += swa_now() - t_repeat; /* the repeats are backend time */
+
     if (out_copy) {
         *out_copy = malloc(out_bytes);
-        if (*out_copy) memcpy(*out_copy, out_g + SWA_GUARD_BYTES, out_bytes);
+        if (*out_copy) memcpy(*out_copy, x.out_g + SWA_GUARD_BYTES, out_bytes);
     }
     /* the LSE in natural log, for explain and --dump */
     if ((lse_copy || cfg->dump_dir) && ro.return_lse && lse_base > 0) {
         size_t n = lse_bytes / sizeof(float);
         lse_ln = malloc(lse_bytes);
         if (lse_ln) {
-            const float *src = (const float *)(lse_g + SWA_GUARD_BYTES);
+            const float *src = (const float *)(x.lse_g + SWA_GUARD_BYTES);
             double scale = log(lse_base);
             for (size_t i = 0; i < n; i++)
                 lse_ln[i] = (float)(src[i] * scale);
@@ -473,7 +636,7 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
     }
     if (cfg->dump_dir) {
         swa_error derr = {0};
-        if (swa_dump_backend(cfg->dump_dir, c, b->name, out_g + SWA_GUARD_BYTES, lse_ln, &derr) != SWA_OK)
+        if (swa_dump_backend(cfg->dump_dir, c, b->name, x.out_g + SWA_GUARD_BYTES, lse_ln, &derr) != SWA_OK)
             fprintf(stderr, "swadiff: warning: --dump for %s/%s: %s\n", c->id, b->name, derr.message);
     }
     if (lse_copy) {
@@ -497,14 +660,7 @@ fail:
         }
     }
 done:
-    if (c->num_layers > 0)
-        swa_layer_plans_free(b, &layers);
-    else if (plan)
-        b->free(plan);
-    free(other_out);
-    free(other_lse);
-    free(out_g);
-    free(lse_g);
+    exec_free(c, b, &x);
     free(lse_ln);
     r->duration = swa_now() - t0;
 }

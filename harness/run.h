@@ -29,6 +29,8 @@ typedef struct swa_run_config {
     bool quiet;                 /* no console lines (selftest) */
     bool no_isolate;            /* run in-process instead of a worker (debuggers) */
     int jobs;                   /* isolated workers pulling cases from one queue (0: 1) */
+    int repeat;                 /* runs of each (case, backend) on the same inputs, bitwise against
+                                 * run 1 (0 or 1: once); --timeout then covers all of them */
     const int *gpus;            /* GPU ids the workers are pinned to, round robin (num_gpus 0: none) */
     int num_gpus;
     /* for reproduce commands: the program name as the user typed it */
@@ -67,6 +69,10 @@ void swa_case_ctx_free(swa_case_ctx *ctx);
  * (dtype storage, no guards) and *lse_copy the LSE in natural log (or NULL). */
 void swa_run_one(const swa_run_config *cfg, swa_case_ctx *ctx, const swa_backend *b,
                  swa_result *r, void **out_copy, float **lse_copy);
+
+/* "Nondeterministic: 3 of 19 repeat runs differ bitwise from run 1; ..."
+ * for a result whose --repeat runs differed (r->nondet, r->repeat). */
+void swa_nondet_format(const swa_nondet *nd, int repeat, char *buf, size_t n);
 
 /* Runs the selected cases (indices into all) in an isolated worker process,
  * streaming results to the console and, when report_dir is set, to the

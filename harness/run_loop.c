@@ -117,7 +117,9 @@ static void run_and_explain(const swa_run_config *cfg, swa_case_ctx *ctx, const 
         r->stage[SWA_STAGE_REFERENCE] = ctx->t_reference;
     }
     double t0 = swa_now();
-    if (r->outcome == SWA_OUTCOME_FAILED && want && out)
+    /* a result already diagnosed (nondeterministic: run 1 matched the
+     * reference) has no mismatch for the mask hypotheses to explain */
+    if (r->outcome == SWA_OUTCOME_FAILED && want && out && !r->diagnosis[0])
         swa_explain_attach(cfg, ctx, b, r, out, lse);
     r->stage[SWA_STAGE_COMPARE] += swa_now() - t0; /* the diagnosis is part of the comparison */
     free(out);
@@ -428,7 +430,8 @@ static bool read_message(loop_state *ls, worker *w)
         w->cur_sel = h.sel;
         w->cur_b = h.backend;
         w->in_flight = true;
-        w->deadline = swa_now() + ls->cfg->timeout;
+        /* --timeout is per run: a pair with --repeat N gets N times it */
+        w->deadline = swa_now() + ls->cfg->timeout * (ls->cfg->repeat > 1 ? ls->cfg->repeat : 1);
     } else if (h.type == MSG_RESULT) {
         swa_result r;
         if (read_all(w->res_fd, &r, sizeof r) != 0 || receive_matrix(w->res_fd, &r, h.ratio_count) != 0)
@@ -550,8 +553,9 @@ static void run_isolated(loop_state *ls)
             if (w->in_flight) {
                 char msg[256];
                 if (timed_out)
-                    snprintf(msg, sizeof msg, "timeout: no result within %.3g s (--timeout); the worker was killed",
-                             ls->cfg->timeout);
+                    snprintf(msg, sizeof msg, "timeout: no result within %.3g s (--timeout%s); the worker was killed",
+                             ls->cfg->timeout * (ls->cfg->repeat > 1 ? ls->cfg->repeat : 1),
+                             ls->cfg->repeat > 1 ? " times --repeat" : "");
                 else
                     describe_exit(status, msg, sizeof msg);
                 record_error(ls, w->cur_sel, w->cur_b, msg);

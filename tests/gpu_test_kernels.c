@@ -33,7 +33,7 @@
 typedef struct gpu_shape {
     const char *name;
     int num_requests;
-    int qo_len[4], kv_len[4]; /* qo_len all 0: decode (1 each) */
+    int qo_len[8], kv_len[8]; /* qo_len all 0: decode (1 each) */
     int hq, hk, head_dim, page_size, window_left;
     swa_dtype dtype;
     swa_layout layout;
@@ -44,7 +44,7 @@ typedef struct gpu_shape {
 
 static void shape_setup(fx *f, const gpu_shape *t, bool graph, int capture)
 {
-    static const int ones[4] = {1, 1, 1, 1};
+    static const int ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
     bool decode = t->qo_len[0] == 0;
     fx_spec s = {.num_requests = t->num_requests, .qo_len = decode ? ones : t->qo_len, .kv_len = t->kv_len,
                  .num_qo_heads = t->hq, .num_kv_heads = t->hk, .head_dim = t->head_dim, .dtype = t->dtype,
@@ -248,6 +248,98 @@ Test(gpu_decode, fa2_graph_replay_with_larger_batch)
     for (size_t n = 0; n < N_ELEMS(graph_shapes); n++)
         check_shape(&graph_shapes[n], &swa_backend_decode_fa2, true, capture[n]);
 }
+
+#ifdef SWADIFF_HAVE_CUDA /* the copy load needs the CUDA runtime (else main skips with 77) */
+/* The ordering of host -> device copies against the case's non-blocking
+ * stream (backends/cuda/cuda_device.cu, the rule above upload_bytes).  A
+ * copy on the legacy stream from pageable memory returns once its bytes are
+ * staged; if the DMA is still queued when the graph (or a kernel) starts on
+ * the non-blocking stream, the replay reads the captured batch's plan
+ * arrays and most requests stay unwritten.  With --jobs 16 that happened in
+ * about one library run in five on the H200.  Here a second thread keeps the
+ * copy engines busy with large pinned copies while graphs are captured and
+ * replayed many times, so a copy that is not ordered on the stream is seen
+ * in one test run. */
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+
+typedef struct copy_load {
+    volatile int stop;
+    long rounds;
+    cudaError_t rc;
+} copy_load;
+
+static void *copy_load_main(void *arg)
+{
+    copy_load *l = arg;
+    size_t bytes = (size_t)256 << 20;
+    void *host = NULL, *dev = NULL, *dev2 = NULL;
+    cudaStream_t s = NULL;
+    if ((l->rc = cudaMallocHost(&host, bytes)) != cudaSuccess || (l->rc = cudaMalloc(&dev, bytes)) != cudaSuccess ||
+        (l->rc = cudaMalloc(&dev2, bytes)) != cudaSuccess ||
+        (l->rc = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)) != cudaSuccess)
+        goto out;
+    memset(host, 0x3c, bytes);
+    while (!l->stop && l->rc == cudaSuccess) {
+        for (int i = 0; i < 4 && l->rc == cudaSuccess; i++)
+            l->rc = cudaMemcpyAsync(i & 1 ? dev2 : dev, host, bytes, cudaMemcpyHostToDevice, s);
+        if (l->rc == cudaSuccess) l->rc = cudaStreamSynchronize(s);
+        l->rounds++;
+    }
+out:
+    if (s) cudaStreamDestroy(s);
+    if (dev) cudaFree(dev);
+    if (dev2) cudaFree(dev2);
+    if (host) cudaFreeHost(host);
+    return NULL;
+}
+
+Test(gpu_ordering, graph_replay_reads_the_replay_plan_under_copy_load)
+{
+    /* capture 1 of 8, 2 of 8, and a bucket of 16 replayed with 4 live */
+    static const gpu_shape shapes[] = {
+        {"capture 1 replay 8", 8, {0}, {17, 900, 1, 300, 2048, 33, 129, 700}, 32, 8, 128, 16, 127, FP16},
+        {"capture 2 replay 8, page 1", 8, {0}, {40, 40, 33, 700, 129, 129, 129, 129}, 32, 8, 128, 1, -1, BF16},
+        {"bucket 16 replay 4", 4, {0}, {700, 129, 1000, 40}, 32, 8, 128, 16, 31, FP16},
+    };
+    static const int capture[] = {1, 2, 16};
+    int repeats = getenv("SWADIFF_ORDERING_REPEATS") ? atoi(getenv("SWADIFF_ORDERING_REPEATS")) : 60;
+    copy_load load = {0};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, copy_load_main, &load), 0, "pthread_create");
+    long failed_runs = 0, runs = 0;
+    char first[512] = "";
+    for (size_t n = 0; n < N_ELEMS(shapes); n++) {
+        fx f;
+        shape_setup(&f, &shapes[n], true, capture[n]);
+        double tol = gpu_tol(shapes[n].dtype);
+        for (int i = 0; i < repeats; i++) {
+            swa_error err = {0};
+            swa_status st = run_on(&f, CUDA_DEV, &swa_backend_decode_fa2, SWA_MUTANT_NONE, true, NULL, 0, &err);
+            cr_assert_eq(st, SWA_OK, "%s: run %d failed: %s", shapes[n].name, i, err.message);
+            double worst = 0;
+            long bad = fx_out_mismatches(&f, tol, tol, &worst);
+            bool guards = fx_guards_ok(&f);
+            runs++;
+            if (bad || !guards) {
+                if (!failed_runs++)
+                    snprintf(first, sizeof first, "%s, run %d: %ld of %zu elements off the reference (max err %g)%s",
+                             shapes[n].name, i, bad, f.out_elems, worst, guards ? "" : ", guard bytes written");
+            }
+        }
+        fx_teardown(&f);
+    }
+    load.stop = 1;
+    pthread_join(th, NULL);
+    cr_expect_eq(load.rc, cudaSuccess, "the copy load failed: %s", cudaGetErrorString(load.rc));
+    cr_expect_gt(load.rounds, 0, "the copy load never completed a round: it loaded nothing");
+    cr_expect_eq(failed_runs, 0, "%ld of %ld graph replays under copy load were wrong; first: %s", failed_runs, runs,
+                 first);
+    if (criterion_options.logging_threshold <= CRITERION_INFO)
+        cr_log_info("graph replay under copy load: %ld runs, %ld wrong, %ld rounds of 1 GiB copies", runs,
+                    failed_runs, load.rounds);
+}
+#endif /* SWADIFF_HAVE_CUDA */
 
 /* -------------------------------------------------------------------------
  * kernel variants (backends/cuda tuning knobs; the tests above run the

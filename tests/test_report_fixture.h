@@ -177,6 +177,14 @@ static __attribute__((unused)) void fix_results(swa_run_results *rr)
     /* a kernel name with markup and a control character (report 1.3) */
     snprintf(hostile->kernel, sizeof hostile->kernel, "decode_fa2 <b>&\"warps\"</b> \x01");
 
+    /* --repeat 20 and a run that differed (report 1.4) */
+    swa_result *sweep = &rr->items[1];
+    sweep->repeat = 20;
+    sweep->nondet = (swa_nondet){.runs_differing = 3, .first_run = 4, .first_index = {2, 0, 0, 5, 17},
+                                 .worst_run = 9, .elements = 96, .total = 512, .nonfinite = 2,
+                                 .lse_entries = 6, .lse_total = 32, .guard_bytes = 0, .max_abs_diff = 0.125,
+                                 .max_abs_index = {3, 0, 512, 7, 3}, .max_abs_run = 9};
+
     swa_result *seed = &rr->items[0];
     snprintf(seed->diagnosis, sizeof seed->diagnosis,
              "matches the reference with a tile-granular window (16-row tiles, KV start aligned to 16) and no "

@@ -211,12 +211,22 @@ static bool cuda_memory(size_t *free_bytes, size_t *total_bytes)
 // ----------------------------------------------------------------------------
 // inputs
 
-static swa_status upload_bytes(void **dst, const void *src, size_t bytes, swa_error *err)
+// Ordering rule: every copy and every launch of a case goes to the case's
+// own stream (d->stream, non-blocking), never to the legacy default stream.
+// A non-blocking stream does not wait for the legacy stream, and a plain
+// cudaMemcpy from pageable memory returns once the bytes are staged, before
+// the DMA lands: a kernel or graph launched on d->stream right after could
+// read the old contents.  That is what the CUDA-graph replay once did with
+// the replay batch's plan arrays (tests/gpu_test_kernels.c
+// graph_replay_ordering).  Host staging buffers are freed only after a
+// stream synchronisation, whatever the vendor's pageable-copy semantics.
+
+static swa_status upload_bytes(cudaStream_t stream, void **dst, const void *src, size_t bytes, swa_error *err)
 {
     *dst = NULL;
     if (bytes == 0 || !src) return SWA_OK;
     SWA_CUDA_TRY(cudaMalloc(dst, bytes));
-    SWA_CUDA_TRY(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice));
+    SWA_CUDA_TRY(cudaMemcpyAsync(*dst, src, bytes, cudaMemcpyHostToDevice, stream));
     return SWA_OK;
 }
 
@@ -252,20 +262,23 @@ static swa_status cuda_upload_inner(const swa_inputs *in, swa_cuda_inputs *d, sw
     SWA_CUDA_TRY(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking));
     size_t row = (size_t)in->head_dim * es;
     swa_status st;
-    if ((st = upload_bytes(&d->q, in->q_raw, (size_t)in->total_qo * in->num_qo_heads * row, err))) return st;
+    if ((st = upload_bytes(d->stream, &d->q, in->q_raw, (size_t)in->total_qo * in->num_qo_heads * row, err))) return st;
     size_t pool = (size_t)pk->num_pages * pk->page_size * pk->num_kv_heads * row;
-    if ((st = upload_bytes(&d->k_pages, pk->k_pages, pool, err))) return st;
-    if ((st = upload_bytes(&d->v_pages, pk->v_pages, pool, err))) return st;
+    if ((st = upload_bytes(d->stream, &d->k_pages, pk->k_pages, pool, err))) return st;
+    if ((st = upload_bytes(d->stream, &d->v_pages, pk->v_pages, pool, err))) return st;
     size_t ragged = (size_t)in->total_kv * in->num_kv_heads * row;
-    if ((st = upload_bytes(&d->k_ragged, in->k_raw, ragged, err))) return st;
-    if ((st = upload_bytes(&d->v_ragged, in->v_raw, ragged, err))) return st;
+    if ((st = upload_bytes(d->stream, &d->k_ragged, in->k_raw, ragged, err))) return st;
+    if ((st = upload_bytes(d->stream, &d->v_ragged, in->v_raw, ragged, err))) return st;
     if (pk->indptr) {
-        if ((st = upload_bytes((void **)&d->page_indptr, pk->indptr, (size_t)(pk->num_requests + 1) * sizeof(int), err)))
+        if ((st = upload_bytes(d->stream, (void **)&d->page_indptr, pk->indptr, (size_t)(pk->num_requests + 1) * sizeof(int), err)))
             return st;
-        if ((st = upload_bytes((void **)&d->page_indices, pk->indices, (size_t)pk->indptr[pk->num_requests] * sizeof(int),
+        if ((st = upload_bytes(d->stream, (void **)&d->page_indices, pk->indices, (size_t)pk->indptr[pk->num_requests] * sizeof(int),
                                err)))
             return st;
     }
+    /* the inputs are complete on the device before any plan runs; a failed
+     * copy is reported by the upload, not by the first kernel */
+    SWA_CUDA_TRY(cudaStreamSynchronize(d->stream));
     return SWA_OK;
 }
 
@@ -315,9 +328,12 @@ static swa_status outputs_to_host(swa_cuda_inputs *d, const swa_out_args *o, con
 {
     size_t g = o->guard_bytes;
     SWA_CUDA_TRY(cudaStreamSynchronize(d->stream)); /* kernel faults surface here */
-    SWA_CUDA_TRY(cudaMemcpy((uint8_t *)o->out - g, d->out_region.ptr, o->out_bytes + 2 * g, cudaMemcpyDeviceToHost));
+    SWA_CUDA_TRY(cudaMemcpyAsync((uint8_t *)o->out - g, d->out_region.ptr, o->out_bytes + 2 * g,
+                                 cudaMemcpyDeviceToHost, d->stream));
     if (od->lse)
-        SWA_CUDA_TRY(cudaMemcpy((uint8_t *)o->lse - g, d->lse_region.ptr, o->lse_bytes + 2 * g, cudaMemcpyDeviceToHost));
+        SWA_CUDA_TRY(cudaMemcpyAsync((uint8_t *)o->lse - g, d->lse_region.ptr, o->lse_bytes + 2 * g,
+                                     cudaMemcpyDeviceToHost, d->stream));
+    SWA_CUDA_TRY(cudaStreamSynchronize(d->stream));
     return SWA_OK;
 }
 
@@ -604,10 +620,15 @@ static swa_status graph_run(swa_cuda_inputs *d, swa_decode_fa2_plan *captured, c
     swa_int_pack pk;
     long of[8];
     if ((st = fa2_pack(full, cap_work, cap_req, cap_pages, &pk, of, err))) return st;
-    cudaError_t rc = cudaMemcpy(d->ints.ptr, pk.host, pk.count * sizeof(int), cudaMemcpyHostToDevice);
+    /* on the graph's stream, so the replay reads this batch's arrays (see
+     * the ordering rule above upload_bytes); pk lives until the sync */
+    cudaError_t rc = cudaMemcpyAsync(d->ints.ptr, pk.host, pk.count * sizeof(int), cudaMemcpyHostToDevice, d->stream);
+    if (rc == cudaSuccess) rc = cudaGraphLaunch(*exec, d->stream);
+    if (rc == cudaSuccess) rc = cudaStreamSynchronize(d->stream);
     swa_int_pack_free(&pk);
-    if (rc != cudaSuccess) return swa_cuda_fail(err, rc, "cudaMemcpy(plan arrays of the full batch)", __FILE__, __LINE__);
-    SWA_CUDA_TRY(cudaGraphLaunch(*exec, d->stream));
+    if (rc != cudaSuccess)
+        return swa_cuda_fail(err, rc, "plan arrays of the full batch, then cudaGraphLaunch(exec, stream)", __FILE__,
+                             __LINE__);
     return outputs_to_host(d, o, &od, err);
 }
 
