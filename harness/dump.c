@@ -249,8 +249,23 @@ static swa_status dump_meta(const char *folder, const swa_case *c, swa_error *er
     cJSON_AddStringToObject(root, "layout", swa_layout_name(c->layout));
     cJSON_AddStringToObject(root, "seed", seed); /* a string: JSON numbers lose bits past 2^53 */
     cJSON_AddStringToObject(root, "lse_base", "e");
-    cJSON_AddStringToObject(root, "alignment", "bottom-right: row i of a request sits at "
-                                               "p = kv_len - qo_len + i; keys [p - window_left, p]");
+    cJSON_AddNumberToObject(root, "window_right", c->window_right);
+    cJSON_AddNumberToObject(root, "attention_chunk_size", c->chunk_size);
+    /* the visibility rule of this case, in words a reader can check a
+     * reimplementation against (docs/spec.md has the full text) */
+    char rule[400];
+    const char *anchor = "bottom-right: row i of a request sits at p = kv_len - qo_len + i (p < 0: no key)";
+    if (c->chunk_size > 0)
+        snprintf(rule, sizeof rule, "%s; chunked local attention: keys [floor(p / %d) * %d, p]", anchor,
+                 c->chunk_size, c->chunk_size);
+    else if (c->causal)
+        snprintf(rule, sizeof rule, "%s; causal: keys [%s, p]", anchor,
+                 c->window_left >= 0 ? "max(0, p - window_left)" : "0");
+    else
+        snprintf(rule, sizeof rule, "%s; not causal: keys [%s, %s], clipped to [0, kv_len)", anchor,
+                 c->window_left >= 0 ? "p - window_left" : "0",
+                 c->window_right >= 0 ? "p + window_right" : "kv_len - 1");
+    cJSON_AddStringToObject(root, "alignment", rule);
     free(qo_indptr);
     free(kv_indptr);
     char *text = cJSON_Print(root);

@@ -29,7 +29,11 @@ typedef struct dcase {
     char tmp[64];
 } dcase;
 
-static void dcase_make(dcase *t, const char *id, swa_dtype dtype)
+/* The window kind of a dumped case: a causal window (L = 2), a non-causal
+ * band (L = 2, R = 1), chunked local attention (C = 3). */
+typedef enum { DUMP_WINDOW, DUMP_BAND, DUMP_CHUNK } dump_kind;
+
+static void dcase_make_kind(dcase *t, const char *id, swa_dtype dtype, dump_kind kind)
 {
     memset(t, 0, sizeof *t);
     swa_case *c = &t->c;
@@ -49,8 +53,10 @@ static void dcase_make(dcase *t, const char *id, swa_dtype dtype)
     c->num_kv_heads = in->num_kv_heads = 2;
     c->head_dim = in->head_dim = 8;
     c->dtype = in->dtype = dtype;
-    c->causal = true;
-    c->window_left = 2;
+    c->causal = kind != DUMP_BAND;
+    c->window_left = kind == DUMP_CHUNK ? -1 : 2;
+    c->window_right = kind == DUMP_BAND ? 1 : 0;
+    c->chunk_size = kind == DUMP_CHUNK ? 3 : 0;
     c->soft_cap = 5.0;
     c->sm_scale = 1.0 / sqrt(8.0);
     c->page_size = 16;
@@ -76,6 +82,8 @@ static void dcase_make(dcase *t, const char *id, swa_dtype dtype)
     snprintf(t->tmp, sizeof t->tmp, "/tmp/swadiff_test_dump_XXXXXX");
     cr_assert(mkdtemp(t->tmp), "mkdtemp failed");
 }
+
+static void dcase_make(dcase *t, const char *id, swa_dtype dtype) { dcase_make_kind(t, id, dtype, DUMP_WINDOW); }
 
 static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
@@ -239,6 +247,10 @@ Test(dump, npy_files_and_meta_read_back)
     cr_assert_eq(cJSON_GetObjectItem(m, "head_dim")->valueint, 8);
     cr_assert_eq(cJSON_GetObjectItem(m, "sm_scale")->valuedouble, 1.0 / sqrt(8.0), "sm_scale must round-trip");
     cr_assert_eq(cJSON_GetObjectItem(m, "soft_cap")->valuedouble, 5.0);
+    cr_assert_eq(cJSON_GetObjectItem(m, "window_right")->valueint, 0, "causal: the right bound is the row");
+    cr_assert_eq(cJSON_GetObjectItem(m, "attention_chunk_size")->valueint, 0);
+    cr_assert(strstr(cJSON_GetObjectItem(m, "alignment")->valuestring, "causal: keys [max(0, p - window_left), p]"),
+              "alignment: %s", cJSON_GetObjectItem(m, "alignment")->valuestring);
     const int want_qo[] = {0, 3, 4}, want_kv[] = {0, 7, 12};
     cJSON *qi = cJSON_GetObjectItem(m, "qo_indptr"), *ki = cJSON_GetObjectItem(m, "kv_indptr");
     cr_assert(cJSON_GetArraySize(qi) == 3 && cJSON_GetArraySize(ki) == 3);
@@ -288,10 +300,13 @@ static const char k_python_check[] =
     "Hq, Hkv, D = m['num_qo_heads'], m['num_kv_heads'], m['head_dim']\n"
     "G, L, cap, scale = Hq // Hkv, m['window_left'], m['soft_cap'], m['sm_scale']\n"
     "qi, ki = m['qo_indptr'], m['kv_indptr']\n"
+    "R, C = m['window_right'], m['attention_chunk_size']\n"
     "def visible(qo_len, kv_len, i):\n"
     "    p = kv_len - qo_len + i\n"
-    "    lo = max(0, p - L) if L >= 0 else 0\n"
-    "    hi = p if m['causal'] else kv_len - 1\n"
+    "    if C > 0: lo, hi = p // C * C, p\n"
+    "    else:\n"
+    "        lo = max(0, p - L) if L >= 0 else 0\n"
+    "        hi = p if m['causal'] else (min(kv_len - 1, p + R) if R >= 0 else kv_len - 1)\n"
     "    return range(lo, hi + 1)\n"
     "worst = 0.0\n"
     "def check(got, want, what):\n"
@@ -342,10 +357,10 @@ static const char k_python_check[] =
     "                check(lse_ref[row * Hq + h], mx + math.log(tot), 'lse[%d,%d]' % (row, h))\n"
     "print('ok', mode, 'worst abs diff', worst)\n";
 
-static int run_python_check(const char *mode, char *log, size_t log_size)
+static int run_python_check_kind(const char *mode, dump_kind kind, char *log, size_t log_size)
 {
     dcase t;
-    dcase_make(&t, "dump/python:mode=check", SWA_DTYPE_FP16);
+    dcase_make_kind(&t, "dump/python:mode=check", SWA_DTYPE_FP16, kind);
     swa_error err = {0};
     cr_assert_eq(swa_dump_case(t.tmp, &t.c, &t.in, t.out, t.lse, &err), SWA_OK, "%s", err.message);
     char script[128], logpath[128], cmd[768];
@@ -370,6 +385,11 @@ static int run_python_check(const char *mode, char *log, size_t log_size)
     return code;
 }
 
+static int run_python_check(const char *mode, char *log, size_t log_size)
+{
+    return run_python_check_kind(mode, DUMP_WINDOW, log, log_size);
+}
+
 static bool have_python(void) { return system("python3 -c 'import ast, json, struct' >/dev/null 2>&1") == 0; }
 
 Test(dump_python, numpy_loads_and_recomputes)
@@ -391,4 +411,41 @@ Test(dump_python, stdlib_reader_loads_and_recomputes)
     int code = run_python_check("stdlib", log, sizeof log);
     cr_assert_eq(code, 0, "standard-library check failed (exit %d):\n%s", code, log);
     cr_log_info("%s", log);
+}
+
+/* A band and a chunked case: meta.json alone (window_right,
+ * attention_chunk_size) lets a reader recompute the dumped reference, and
+ * its alignment text states the rule that applies. */
+Test(dump_python, bands_and_chunks_recompute_from_meta_alone)
+{
+    if (!have_python())
+        cr_skip_test("python3 not found");
+    static const struct { dump_kind kind; const char *rule; } kinds[] = {
+        {DUMP_BAND, "not causal: keys [p - window_left, p + window_right], clipped to [0, kv_len)"},
+        {DUMP_CHUNK, "chunked local attention: keys [floor(p / 3) * 3, p]"},
+    };
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        char log[4096];
+        int code = run_python_check_kind("stdlib", kinds[k].kind, log, sizeof log);
+        cr_expect_eq(code, 0, "%s: the standard-library check failed (exit %d):\n%s", kinds[k].rule, code, log);
+        dcase t;
+        dcase_make_kind(&t, "dump/kind", SWA_DTYPE_FP16, kinds[k].kind);
+        swa_error err = {0};
+        cr_assert_eq(swa_dump_case(t.tmp, &t.c, &t.in, t.out, t.lse, &err), SWA_OK, "%s", err.message);
+        char path[512], text[8192];
+        snprintf(path, sizeof path, "%s/dump__kind/meta.json", t.tmp);
+        FILE *f = fopen(path, "r");
+        cr_assert(f, "no %s", path);
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        fclose(f);
+        text[n] = 0;
+        cJSON *m = cJSON_Parse(text);
+        cr_assert(m);
+        cr_expect(strstr(cJSON_GetObjectItem(m, "alignment")->valuestring, kinds[k].rule), "alignment: %s",
+                  cJSON_GetObjectItem(m, "alignment")->valuestring);
+        cr_expect_eq(cJSON_GetObjectItem(m, "window_right")->valueint, kinds[k].kind == DUMP_BAND ? 1 : 0);
+        cr_expect_eq(cJSON_GetObjectItem(m, "attention_chunk_size")->valueint, kinds[k].kind == DUMP_CHUNK ? 3 : 0);
+        cJSON_Delete(m);
+        dcase_free(&t);
+    }
 }
