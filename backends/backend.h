@@ -75,6 +75,11 @@ typedef struct swa_device_ops {
      * resets before a backend runs and reads after, so a result names the
      * engine that computed it and an external backend's result names none. */
     void (*last_kernel)(char *buf, size_t n);
+    /* (optional) one line per visible GPU: its model, the code of this
+     * binary it runs (e.g. "sm_90a image", "PTX compute_80, JIT-compiled
+     * for sm_90 image") and the engines it gets, '\n'-separated, for `list
+     * devices`; NULL: describe() says it all */
+    void (*describe_each)(char *buf, size_t n);
 } swa_device_ops;
 
 /* Called for warnings a backend emits at plan time (printed once, kept in

@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-carry/gpu}
 # the architecture explicitly: a build-gpu/ configured earlier keeps its cached value otherwise
-ci/build.sh build-gpu -DSWADIFF_CUDA=ON -DSWADIFF_HIP=OFF -DSWADIFF_CUDA_ARCHITECTURES="${SWADIFF_CUDA_ARCHITECTURES:-90a}"
+ci/build.sh build-gpu -DSWADIFF_CUDA=ON -DSWADIFF_HIP=OFF -DSWADIFF_CUDA_ARCHITECTURES="${SWADIFF_CUDA_ARCHITECTURES:-80;90a-real}"
 stage=$(mktemp -d)
 bins=(build-gpu/swadiff)
 [ -x build-gpu/tests/gpu_test_kernels ] && bins+=(build-gpu/tests/gpu_test_kernels)

@@ -463,6 +463,11 @@ int swa_cmd_list(int argc, char **argv)
             if (ok)
                 d->describe(desc, sizeof desc);
             printf("%-5s %s %s\n", d->name, ok ? "available:" : "unavailable:", ok ? desc : why);
+            char each[SWA_MSG_MAX * 4] = "";
+            if (d->describe_each)
+                d->describe_each(each, sizeof each);
+            for (char *save = NULL, *line = strtok_r(each, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+                printf("      %s\n", line);
         }
         return SWA_EXIT_OK;
     }

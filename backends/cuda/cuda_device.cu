@@ -33,9 +33,13 @@ namespace SWA_NS {
 // short-lived probe child (through a pipe) and cached.  Once this process
 // uses the device itself (upload), it asks in-process.
 
+#define SWA_PROBE_GPUS 16 /* GPUs `list devices` describes one by one */
+
 typedef struct cuda_probe {
     int ok, sms;
     char why[512], desc[512];
+    int num_gpus;                    /* visible GPUs described in gpu[] */
+    char gpu[SWA_PROBE_GPUS][320];   /* one line each: model, architecture, image, engines */
 } cuda_probe;
 
 static bool g_cuda_used_here = false; /* set by upload(): CUDA is initialised in this process */
@@ -97,6 +101,62 @@ static void cuda_probe_here(cuda_probe *pr)
     pr->ok = 1;
 }
 #else
+/* A trivial kernel of this file, compiled for the same architectures as
+ * every kernel: whether the GPU can run this binary's code, and which code
+ * (native SASS, or PTX the driver compiles when the module loads), is what
+ * its attributes say. */
+__global__ void swa_cuda_image_probe_kernel(int *flag)
+{
+    if (flag) *flag = 1;
+}
+
+#ifndef SWADIFF_CUDA_TARGETS
+#define SWADIFF_CUDA_TARGETS "(unknown)"
+#endif
+
+/* Describes the current device's code in this binary: "" and *ok = 1 when
+ * it can run the kernels, else the reason.  image: "sm_90a", "PTX
+ * compute_80, JIT-compiled for sm_90" ...  Needs compute capability 8.0
+ * (cp.async, ldmatrix, bf16 mma.sync). */
+static void cuda_image_of_current(const cudaDeviceProp *prop, int *ok, char *image, size_t image_n, char *why,
+                                  size_t why_n)
+{
+    *ok = 0;
+    image[0] = why[0] = '\0';
+    if (prop->major < 8) {
+        snprintf(why, why_n,
+                 "%.200s is compute capability %d.%d; the kernels need 8.0 or newer (cp.async, ldmatrix, bf16 "
+                 "mma.sync)", prop->name, prop->major, prop->minor);
+        return;
+    }
+    cudaFuncAttributes fa;
+    cudaError_t rc = cudaFuncGetAttributes(&fa, swa_cuda_image_probe_kernel);
+    if (rc != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(why, why_n,
+                 "%.200s (compute capability %d.%d) cannot run this build's kernels (%s: built for CUDA "
+                 "architectures %s): rebuild with -DSWADIFF_CUDA_ARCHITECTURES=\"%d%d\" or include PTX (e.g. "
+                 "\"80;90a-real\", the default)", prop->name, prop->major, prop->minor, cudaGetErrorName(rc),
+                 SWADIFF_CUDA_TARGETS, prop->major, prop->minor);
+        return;
+    }
+    int wgmma = SWA_DEV_SYM(prefill_wgmma_image_here)();
+    if (fa.binaryVersion > fa.ptxVersion)
+        snprintf(image, image_n, "PTX compute_%d, JIT-compiled for sm_%d", fa.ptxVersion, fa.binaryVersion);
+    else
+        snprintf(image, image_n, "sm_%d%s", fa.binaryVersion, wgmma ? "a" : "");
+    *ok = 1;
+}
+
+/* The engines a GPU gets (backends/cuda/prefill.cu chooses per launch):
+ * the warp-specialised wgmma prefill where the sm_90a image loaded, for
+ * 64- and 128-row plan tiles; mma.sync for everything else. */
+static const char *cuda_engines_text(bool wgmma)
+{
+    return wgmma ? "prefill wgmma-ws (64/128-row tiles; mma.sync for 16-row tiles), decode mma.sync"
+                 : "prefill mma.sync, decode mma.sync";
+}
+
 static void cuda_probe_here(cuda_probe *pr)
 {
     memset(pr, 0, sizeof *pr);
@@ -112,26 +172,51 @@ static void cuda_probe_here(cuda_probe *pr)
         snprintf(pr->why, sizeof pr->why, "no CUDA device: cudaGetDeviceCount reports 0 devices");
         return;
     }
-    cudaDeviceProp prop;
-    rc = cudaGetDeviceProperties(&prop, 0);
-    if (rc != cudaSuccess) {
-        snprintf(pr->why, sizeof pr->why, "no CUDA device: cudaGetDeviceProperties: %s", cudaGetErrorString(rc));
-        return;
-    }
-    int drv = 0, rt = 0;
+    int drv = 0, rt = 0, current = 0;
     cudaDriverGetVersion(&drv);
     cudaRuntimeGetVersion(&rt);
-    pr->sms = prop.multiProcessorCount;
-    snprintf(pr->desc, sizeof pr->desc, "%.200s, %d SMs, cc %d.%d, %.0f GiB, L2 %d MiB, driver %d.%d, runtime %d.%d",
-             prop.name, prop.multiProcessorCount, prop.major, prop.minor, prop.totalGlobalMem / 1073741824.0,
-             prop.l2CacheSize >> 20, drv / 1000, (drv % 1000) / 10, rt / 1000, (rt % 1000) / 10);
-    if (prop.major < 9) {
-        snprintf(pr->why, sizeof pr->why,
-                 "no CUDA device: %.200s is compute capability %d.%d; the kernels are built for sm_90 (Hopper)", prop.name,
-                 prop.major, prop.minor);
-        return;
+    cudaGetDevice(&current);
+    /* every visible GPU in turn (list devices names each one's engines);
+     * the run's answer is the first GPU's */
+    for (int g = 0; g < count && g < SWA_PROBE_GPUS; g++) {
+        cudaDeviceProp prop;
+        rc = cudaSetDevice(g);
+        if (rc == cudaSuccess) rc = cudaGetDeviceProperties(&prop, g);
+        if (rc != cudaSuccess) {
+            snprintf(pr->gpu[g], sizeof pr->gpu[g], "GPU %d: cudaGetDeviceProperties: %s", g, cudaGetErrorString(rc));
+            if (g == 0)
+                snprintf(pr->why, sizeof pr->why, "no CUDA device: cudaGetDeviceProperties: %s",
+                         cudaGetErrorString(rc));
+            cudaGetLastError();
+            pr->num_gpus = g + 1;
+            continue;
+        }
+        int ok = 0;
+        char image[96], why[448];
+        cuda_image_of_current(&prop, &ok, image, sizeof image, why, sizeof why);
+        bool wgmma = ok && SWA_DEV_SYM(prefill_wgmma_image_here)();
+        if (ok)
+            snprintf(pr->gpu[g], sizeof pr->gpu[g], "GPU %d: %.80s, cc %d.%d, %s image: %s", g, prop.name, prop.major,
+                     prop.minor, image, cuda_engines_text(wgmma));
+        else
+            snprintf(pr->gpu[g], sizeof pr->gpu[g], "GPU %d: %.80s, cc %d.%d: not usable: %.200s", g, prop.name,
+                     prop.major, prop.minor, why);
+        pr->num_gpus = g + 1;
+        if (g > 0)
+            continue;
+        pr->sms = prop.multiProcessorCount;
+        snprintf(pr->desc, sizeof pr->desc,
+                 "%.160s, %d SMs, cc %d.%d, %.0f GiB, L2 %d MiB, driver %d.%d, runtime %d.%d%s%s%s%s",
+                 prop.name, prop.multiProcessorCount, prop.major, prop.minor, prop.totalGlobalMem / 1073741824.0,
+                 prop.l2CacheSize >> 20, drv / 1000, (drv % 1000) / 10, rt / 1000, (rt % 1000) / 10,
+                 ok ? ", " : "", ok ? image : "", ok ? " image: " : "", ok ? cuda_engines_text(wgmma) : "");
+        if (!ok) {
+            snprintf(pr->why, sizeof pr->why, "no CUDA device: %s", why);
+            continue;
+        }
+        pr->ok = 1;
     }
-    pr->ok = 1;
+    cudaSetDevice(current);
 }
 #endif
 
@@ -193,6 +278,15 @@ static void cuda_describe(char *buf, size_t n)
 }
 
 static int cuda_num_sms(void) { return cuda_probe_get()->sms; }
+
+static void cuda_describe_each(char *buf, size_t n)
+{
+    const cuda_probe *pr = cuda_probe_get();
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int g = 0; g < pr->num_gpus && k < n; g++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", g ? "\n" : "", pr->gpu[g]);
+}
 
 /* Free and total memory of the current device (asked in-process: the worker
  * that uploads is the one that asks). */
@@ -732,6 +826,7 @@ extern "C" const swa_device_ops SWA_DEV_SYM(device_ops) = {
     cuda_decode_aiter,
     cuda_memory,
     swa_cuda_last_kernel,
+    cuda_describe_each,
 };
 #endif
 

@@ -152,6 +152,7 @@ swa_status swa_cuda_prefill_engine_from_env(swa_error *err, const char **value);
  * device (the loaded image is sm_90a; asks the device once), and how many
  * times the launcher has dispatched to it in this process. */
 extern "C" int SWA_DEV_SYM(prefill_wgmma_available)(void);
+extern "C" int SWA_DEV_SYM(prefill_wgmma_image_here)(void); /* the current device, not cached (the probe) */
 extern "C" long SWA_DEV_SYM(prefill_wgmma_launches)(void);
 /* prefill.cu: launches of the warp-specialised kernel with TMA K/V loads (tests) */
 extern "C" long SWA_DEV_SYM(prefill_tma_launches)(void);

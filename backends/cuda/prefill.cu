@@ -308,6 +308,22 @@ static bool swa_prefill_wgmma_ready(void)
 }
 
 extern "C" int SWA_DEV_SYM(prefill_wgmma_available)(void) { return swa_prefill_wgmma_ready() ? 1 : 0; }
+
+/* The same question for the current device, not cached: the device probe
+ * asks it of every visible GPU in turn (they may differ). */
+extern "C" int SWA_DEV_SYM(prefill_wgmma_image_here)(void)
+{
+#if SWA_TENSOR_CORE_ENGINE
+    int built = 0;
+    if (cudaMemcpyFromSymbol(&built, swa_prefill_wgmma_built, sizeof built) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return built == 1;
+#else
+    return 0;
+#endif
+}
 extern "C" long SWA_DEV_SYM(prefill_wgmma_launches)(void) { return swa_prefill_wgmma_count; }
 extern "C" long SWA_DEV_SYM(prefill_tma_launches)(void) { return swa_prefill_tma_count; }
 
