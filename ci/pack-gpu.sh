@@ -12,20 +12,7 @@ cd "$(dirname "$0")/.."
 out=${1:-carry/gpu}
 # the architecture explicitly: a build-gpu/ configured earlier keeps its cached value otherwise
 ci/build.sh build-gpu -DSWADIFF_CUDA=ON -DSWADIFF_HIP=OFF -DSWADIFF_CUDA_ARCHITECTURES="${SWADIFF_CUDA_ARCHITECTURES:-80;90a-real}"
-stage=$(mktemp -d)
 bins=(build-gpu/swadiff)
 [ -x build-gpu/tests/gpu_test_kernels ] && bins+=(build-gpu/tests/gpu_test_kernels)
-cp "${bins[@]}" "$stage/"
-for b in "${bins[@]}"; do
-  ldd "$b" | awk '/=> \// {print $3}'
-done | sort -u | while read -r lib; do
-  case "$(basename "$lib")" in
-    libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libgcc_s.so*) ;;
-    *) cp -L "$lib" "$stage/" ;;
-  esac
-done
-mkdir -p "$out"
-tar czf "$out/bundle.tgz" -C "$stage" .
-rm -rf "$stage"
+ci/pack-bundle.sh "$out/bundle.tgz" "${bins[@]}"
 cp ci/gpu-evidence.sh ci/gpu-sanitize.sh "$out/"
-du -sh "$out/bundle.tgz"

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# ci/pack-bundle.sh OUT_FILE BINARY... — packs the binaries and every shared
+# library they need beyond glibc into OUT_FILE (a .tar.xz, or a .tgz), for a
+# GPU machine that has the driver but not cJSON, Criterion or OpenBLAS.
+# There: tar xf OUT_FILE -C DIR && LD_LIBRARY_PATH=DIR DIR/swadiff ...
+# Debug sections are stripped from the copies (the kernels' line tables for
+# compute-sanitizer live in the device code, which strip leaves alone).
+set -euo pipefail
+out=${1:?usage: pack-bundle.sh OUT_FILE BINARY...}
+shift
+[ $# -gt 0 ] || { echo "pack-bundle.sh: no binary to pack" >&2; exit 2; }
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+cp "$@" "$stage/"
+for b in "$@"; do
+  ldd "$b" | awk '/=> \// {print $3}'
+done | sort -u | while read -r lib; do
+  case "$(basename "$lib")" in
+    libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libgcc_s.so*) ;;
+    *) cp -L "$lib" "$stage/" ;;
+  esac
+done
+strip --strip-debug "$stage"/* 2>/dev/null || true
+mkdir -p "$(dirname "$out")"
+case "$out" in
+  *.xz) tar cJf "$out" -C "$stage" . ;;
+  *) tar czf "$out" -C "$stage" . ;;
+esac
+du -sh "$out"
