@@ -8,6 +8,8 @@
 #                show the race the fix removes (same tests, same cases)
 #   ptx80.tar.xz optional: a build of compute_80 PTX only, which the driver
 #                JIT-compiles for the GPU (what an sm_100 or sm_120 GPU runs)
+#   (old and ptx80 may hold the binaries alone, SWADIFF_PACK_LIBS=0: they
+#   then use new's libraries)
 # STEPS (comma-separated; default all):
 #   race-old   the CUDA-graph case files, --jobs 16, repeatedly, with the old
 #              build; its ordering test (expected to fail there)
@@ -26,6 +28,7 @@ mkdir -p "$out"
 has() { [[ ",$steps," == *",$1,"* ]]; }
 unpack() { mkdir -p "/tmp/sw-$1" && tar xJf "$carry/$1.tar.xz" -C "/tmp/sw-$1"; }
 for b in new old ptx80; do [ -f "$carry/$b.tar.xz" ] && unpack $b; done
+for b in old ptx80; do [ -d "/tmp/sw-$b" ] && cp -n /tmp/sw-new/*.so* "/tmp/sw-$b/" 2>/dev/null; done
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 if has race-old && [ -d /tmp/sw-old ]; then
   echo "== race-old: the pre-fix build, graph cases, --jobs 16, ${SWADIFF_OLD_RUNS:-12} runs"

@@ -3,6 +3,8 @@
 # library they need beyond glibc into OUT_FILE (a .tar.xz, or a .tgz), for a
 # GPU machine that has the driver but not cJSON, Criterion or OpenBLAS.
 # There: tar xf OUT_FILE -C DIR && LD_LIBRARY_PATH=DIR DIR/swadiff ...
+# SWADIFF_PACK_LIBS=0 packs the binaries alone (a second build of the same
+# tree that travels beside a bundle with the libraries).
 # Debug sections are stripped from the copies (the kernels' line tables for
 # compute-sanitizer live in the device code, which strip leaves alone).
 set -euo pipefail
@@ -12,7 +14,7 @@ shift
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 cp "$@" "$stage/"
-for b in "$@"; do
+[ "${SWADIFF_PACK_LIBS:-1}" = 0 ] || for b in "$@"; do
   ldd "$b" | awk '/=> \// {print $3}'
 done | sort -u | while read -r lib; do
   case "$(basename "$lib")" in
