@@ -18,9 +18,10 @@
 #   library    the whole library with --repeat 20 --jobs 16
 #   ptx80      the whole library on the PTX-only build (JIT), --jobs 16
 #   gputest    the whole GPU test binary of the new build
+#   sanitize   compute-sanitizer's quick set (memcheck, racecheck) on the new build
 set -uo pipefail
 out=${1:?usage: gpu-trust.sh OUT_DIR [STEPS]}
-steps=${2:-race-old,ordering,graphs,library,ptx80,gputest}
+steps=${2:-race-old,ordering,graphs,library,ptx80,gputest,sanitize}
 root=$(pwd)
 carry=${SWADIFF_TRUST_CARRY:-carry/trust}
 graphs="cases/cuda_graph.json cases/cuda_graph_models.json"
@@ -81,4 +82,10 @@ if has gputest; then
   SWADIFF_BINARY=/tmp/sw-new/swadiff SWADIFF_SOURCE_DIR="$root" LD_LIBRARY_PATH=/tmp/sw-new timeout 420 \
     /tmp/sw-new/gpu_test_kernels --jobs 1 --verbose > "$out/gpu_test.txt" 2>&1
   echo "gpu test: exit $?"; grep -E "Synthesis|FAIL" "$out/gpu_test.txt" | head
+fi
+if has sanitize; then
+  echo "== sanitize (quick set, new build)"
+  SWADIFF_SANITIZE_QUICK=1 LD_LIBRARY_PATH=/tmp/sw-new timeout 240 ci/gpu-sanitize.sh /tmp/sw-new/swadiff "$out/sanitize" \
+    > "$out/sanitize-console.txt" 2>&1
+  echo "sanitize: exit $?"; cat "$out/sanitize/summary.txt" 2>/dev/null
 fi
