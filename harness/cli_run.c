@@ -58,8 +58,10 @@ static int run_usage(FILE *f)
             "  -q, --quiet         no per-result lines\n"
             "  -h, --help          this text\n"
             "\n"
-            "exit: 0 all passed (skips allowed), 1 a mismatch, 2 usage or case-file error,\n"
-            "      3 runtime error, 77 the device asked for is not usable here\n",
+            "exit: 0 all passed (skips allowed when something passed), 1 a mismatch,\n"
+            "      2 usage or case-file error, 3 runtime error, 5 nothing compared (every\n"
+            "      result skipped), 77 the device asked for is not usable here;\n"
+            "      1 outranks 3, 3 outranks 5 (docs/spec.md)\n",
             backend_names);
     return f == stdout ? SWA_EXIT_OK : SWA_EXIT_USAGE;
 }

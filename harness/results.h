@@ -96,8 +96,9 @@ int swa_run_results_add(swa_run_results *rr, swa_result *r);
 void swa_run_results_free(swa_run_results *rr);
 /* Orders the results by seq (stable): the same list for any number of workers. */
 void swa_run_results_sort(swa_run_results *rr);
-/* Counts per outcome; returns the exit code docs/spec.md gives for them
- * (an incomplete run is never 0: 1 when a mismatch was seen, else 3). */
+/* Counts per outcome; returns the exit code docs/spec.md gives for them:
+ * 1 a mismatch, else 3 an error or an incomplete run, else 5 when nothing
+ * passed (all skipped, or no result), else 0. */
 int swa_run_results_summary(const swa_run_results *rr, int *passed, int *failed, int *error,
                             int *skipped);
 #ifdef __cplusplus
