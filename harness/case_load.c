@@ -663,10 +663,12 @@ static int check_expect_skip(case_state *cs)
     for (const cJSON *m = cs->expect_skip->child; m; m = m->next)
         if (!(cs->backends & swa_backend_flag_by_name(m->string))) {
             swa_json_path_key(kpath, sizeof kpath, cs->expect_skip_path, m->string);
+            bool inherited = strncmp(cs->expect_skip_path, "/defaults", 9) == 0;
             return swa_json_fail(cs->doc, cs->err, swa_json_key_offset(cs->doc, m), kpath,
-                                 "expected a backend this case runs (its \"backends\": %s), got \"%s\": an "
+                                 "expected a backend this case runs (%s%s%s\"backends\": %s), got \"%s\": an "
                                  "expected skip of a backend that never runs the case cannot be checked",
-                                 names, m->string);
+                                 inherited ? "case \"" : "its ", inherited && cs->name ? cs->name : "",
+                                 inherited ? "\" inherits it and has " : "", names, m->string);
         }
     return 0;
 }

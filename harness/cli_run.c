@@ -322,6 +322,7 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
     }
     swa_run_results rr = {0};
     swa_cli_environment(&rr.env, dev, argc, argv, prog);
+    swa_cli_selection(&rr.selection, &all, argc - optind, argv + optind, filters, nfilters, shard_i, shard_n, &cfg);
     rr.started = swa_now();
     rc = swa_run_selected(&cfg, &all, selected, nsel, report_dir, &rr);
     free(selected);

@@ -646,7 +646,7 @@ int swa_run_selected(const swa_run_config *cfg, const swa_case_list *all, const 
             return SWA_EXIT_USAGE;
         }
         swa_error err = {0};
-        ls.report = swa_report_open(report_dir, &rr->env, &err);
+        ls.report = swa_report_open_selection(report_dir, &rr->env, &rr->selection, &err);
         if (!ls.report) {
             fprintf(stderr, "swadiff: --report %s: %s\n", report_dir, err.message);
             close(lock_fd);

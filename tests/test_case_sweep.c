@@ -491,6 +491,15 @@ Test(case_sweep, schema_backend_enum_equals_the_backend_table)
             cr_expect_eq(registry[i]->flag, 1u << i, "registry[%d] flag", i);
         }
     }
+    /* expect_skip's keys are the same closed set */
+    cJSON *skip_names = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(props, "expect_skip"), "propertyNames"),
+        "enum");
+    cr_assert(cJSON_IsArray(skip_names), "schema: $defs/caseKeys/properties/expect_skip/propertyNames/enum missing");
+    cr_expect_eq(cJSON_GetArraySize(skip_names), SWA_BACKEND_COUNT);
+    i = 0;
+    for (cJSON *e = skip_names->child; e && i < SWA_BACKEND_COUNT; e = e->next, i++)
+        cr_expect_str_eq(e->valuestring, swa_backend_names[i], "schema expect_skip enum[%d]", i);
     cr_expect_eq(swa_backend_flag_by_name("triton"), 0u);
     char text_names[256];
     swa_backend_names_text(text_names, sizeof text_names);
