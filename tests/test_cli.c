@@ -265,6 +265,13 @@ Test(cli, a_skip_of_a_backend_the_case_names_fails_the_result)
     cr_expect(strstr(diag, "[named_backend_skipped]") == diag, "diagnosis: %s", diag);
     cr_expect(strstr(out, "FAILED: 0 passed, 1 failed"), "%s", out);
     cr_expect_eq(code, 1);
+    /* selftest's unmutated pass fails on it too (its kill counts skip skips) */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, SWADIFF_BINARY " selftest --device host --mutant aiter_s_eq_l %s", path);
+    rc = run(cmd, out, sizeof out);
+    cr_expect_eq(rc, 1, "selftest exit %d:\n%s", rc, out);
+    cr_expect(strstr(out, "unmutated: 0 of 1 results passed, 0 skipped as their cases expect — FIRST FAILURE: "
+                          "routed/routed [decode_auto]: decode_auto skipped a case whose file names it"), "%s", out);
 }
 
 Test(cli, an_expected_skip_for_another_reason_or_not_taken_fails)
