@@ -4,7 +4,8 @@
 # Installs what is missing, builds, and runs the harness over cases/ on a GPU
 # when one is usable (--device auto), on the host emulation otherwise.
 # Reports land in reports/latest/ (report.json, report.html, junit.xml).
-# Exit code: swadiff's (0 passed, 1 mismatch, 2 case error, 3 runtime error).
+# Exit code: swadiff's (0 passed, 1 mismatch, 2 case error, 3 runtime error,
+# 5 nothing compared).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ci/setup-deps.sh

@@ -27,6 +27,7 @@ fi
 packages=(
   build-essential cmake pkg-config git python3 python3-jsonschema
   python3-numpy                     # the numpy adapters (adapters/) and their tests
+  python3-yaml                      # tests/test_jobs.c reads the CI examples (ci/examples/*.yml)
   libopenblas-dev libcjson-dev libcriterion-dev
   clang libclang-rt-14-dev          # libFuzzer + sanitizer runtimes
   chromium                          # renders report.html in the test suite

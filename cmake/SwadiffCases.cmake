@@ -11,7 +11,8 @@
 #                          [LABELS l1 l2...] [ARGS extra run arguments...])
 #
 # Each test runs `swadiff run --device D --jobs 1 FILE`; exit 77 (no usable
-# GPU) is a skip.  With a GPU device a test asks for RESOURCE_GROUPS
+# GPU) is a skip.  A case file whose every result was skipped exits 5
+# (nothing compared) and fails its test: it checked no kernel.  With a GPU device a test asks for RESOURCE_GROUPS
 # "gpus:1"; swadiff reads the GPU CTest allots (CTEST_RESOURCE_GROUP_0_GPUS)
 # and runs on it.  Write the resource spec with
 #   swadiff list devices --ctest-resource-spec resources.json

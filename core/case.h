@@ -16,6 +16,7 @@
 #define SWA_PATH_MAX 1024
 #define SWA_NAME_MAX 128
 #define SWA_MAX_LAYERS 16  /* windows of one interleaved-layer case */
+#define SWA_EXPECT_SKIP_MAX 64 /* an expect_skip reason text, with its terminator */
 
 /* The backends a case may name, in registry order: X(ENUM, "name", decode).
  * Everything that lists backends (the flags, the loader's "expected ..."
@@ -99,6 +100,11 @@ typedef struct swa_case {
      * must fail with a message containing this text (e.g. "CUDA-graph"
      * for decode_aiter with cuda_graph); running it is the failure. */
     char expect_error[SWA_NAME_MAX];
+    /* Non-empty for backend b (index in SWA_BACKEND_LIST): the case file
+     * expects b to skip this case with a reason containing this text.  A
+     * skip of a backend the case names is otherwise a failure, and an
+     * expected skip that does not happen is one too (harness/run.c). */
+    char expect_skip[SWA_BACKEND_COUNT][SWA_EXPECT_SKIP_MAX];
 } swa_case;
 
 typedef struct swa_case_list {

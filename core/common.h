@@ -14,12 +14,16 @@
 
 #define SWADIFF_VERSION "0.2.0"
 
-/* Exit codes (docs/spec.md). */
+/* Exit codes (docs/spec.md).  Precedence when several apply: 1 over 3
+ * over 5 over 0 (a wrong kernel is the headline; a run with an error and
+ * nothing compared is 3; one pass among many skips is 0). */
 enum {
-    SWA_EXIT_OK = 0,        /* every case passed (skips allowed) */
+    SWA_EXIT_OK = 0,        /* every result passed; skips allowed if one passed */
     SWA_EXIT_MISMATCH = 1,  /* at least one case failed the comparison */
     SWA_EXIT_USAGE = 2,     /* bad command line or case file; nothing run */
     SWA_EXIT_RUNTIME = 3,   /* a case or backend hit a runtime error */
+    SWA_EXIT_NOTHING_COMPARED = 5, /* no result passed, failed or erred: every one was
+                                    * skipped, or there was none (pytest's "no tests") */
     SWA_EXIT_NO_GPU = 77,   /* a GPU was required and none is usable */
 };
 

@@ -408,6 +408,10 @@ static int expand_one(expander *ex)
     c.graph_capture_requests = capture ? (int)capture->i : 0;
     c.return_lse = (v = field_value(ex, F_RETURN_LSE)) ? v->i != 0 : false;
     snprintf(c.expect_error, sizeof c.expect_error, "%s", cs->expect_error ? cs->expect_error : "");
+    for (const cJSON *m = cs->expect_skip ? cs->expect_skip->child : NULL; m; m = m->next)
+        for (int b = 0; b < SWA_BACKEND_COUNT; b++)
+            if (!strcmp(m->string, swa_backend_names[b]))
+                snprintf(c.expect_skip[b], sizeof c.expect_skip[b], "%s", m->valuestring);
 
     /* the tensors a run would allocate for it (inputs, paged pool,
      * references, outputs): refused here rather than as "out of memory" */

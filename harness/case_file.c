@@ -287,6 +287,15 @@ static cJSON *case_to_json(const swa_case *c)
     cJSON_AddBoolToObject(o, "return_lse", c->return_lse);
     if (c->expect_error[0])
         cJSON_AddStringToObject(o, "expect_error", c->expect_error);
+    /* only the backends the written case runs: the loader refuses others */
+    cJSON *skips = NULL;
+    for (int b = 0; b < SWA_BACKEND_COUNT; b++)
+        if (c->expect_skip[b][0] && (c->backends & (1u << b))) {
+            if (!skips)
+                skips = cJSON_AddObjectToObject(o, "expect_skip");
+            if (skips)
+                cJSON_AddStringToObject(skips, swa_backend_names[b], c->expect_skip[b]);
+        }
     return o;
 }
 

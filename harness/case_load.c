@@ -72,6 +72,7 @@ const key_spec swa_case_keys[F_COUNT] = {
                                   NULL, false, NULL},
     [F_RETURN_LSE] = {"return_lse", K_BOOL, false, 0, 0, NULL, 0, NULL, false, NULL},
     [F_EXPECT_ERROR] = {"expect_error", K_SPECIAL, false, 0, 0, NULL, 0, NULL, false, NULL},
+    [F_EXPECT_SKIP] = {"expect_skip", K_SPECIAL, false, 0, 0, NULL, 0, NULL, false, NULL},
     [F_LAYERS] = {"layers", K_SPECIAL, false, 0, 0, NULL, 0, NULL, false, NULL},
 };
 
@@ -608,6 +609,70 @@ static int read_expect_error(case_state *cs, const cJSON *v, const char *path)
     return 0;
 }
 
+/* "expect_skip": {"BACKEND": "text the skip reason contains", ...}: the
+ * backends the case expects to skip it (a skip of a backend the case names
+ * is otherwise a failure).  Not a sweep: it applies to every expanded case,
+ * so a sweep where only some values skip is split into two cases.  The
+ * shape is checked here; that each backend is one the case runs is checked
+ * once the whole case (and its defaults) is read: check_expect_skip. */
+static int read_expect_skip(case_state *cs, const cJSON *v, const char *path)
+{
+    char got[64], kpath[PATH_N], want[256];
+    swa_case_describe_value(cs->doc, v, got, sizeof got);
+    swa_backend_names_text(want, sizeof want);
+    if (!cJSON_IsObject(v) || !v->child)
+        return swa_json_fail(cs->doc, cs->err, swa_json_value_offset(cs->doc, v), path,
+                             "expected an object of backend names to the text their skip reason contains, e.g. "
+                             "{\"decode_aiter\": \"head_dim 96\"}, got %s%s", got,
+                             cJSON_IsObject(v) ? " with no backend" : cJSON_IsArray(v) ? " (expect_skip cannot be swept)" : "");
+    for (const cJSON *m = v->child; m; m = m->next) {
+        swa_json_path_key(kpath, sizeof kpath, path, m->string);
+        if (!swa_backend_flag_by_name(m->string)) {
+            char name[64];
+            snprintf(name, sizeof name, "\"%.40s\"%s", m->string, strlen(m->string) > 40 ? "..." : "");
+            return swa_json_fail(cs->doc, cs->err, swa_json_key_offset(cs->doc, m), kpath,
+                                 "expected a backend name (%s), got %s", want, name);
+        }
+        for (const cJSON *o = v->child; o != m; o = o->next)
+            if (!strcmp(o->string, m->string))
+                return swa_json_fail(cs->doc, cs->err, swa_json_key_offset(cs->doc, m), kpath,
+                                     "expected each backend once, got \"%s\" again", m->string);
+        swa_case_describe_value(cs->doc, m, got, sizeof got);
+        if (!cJSON_IsString(m) || !m->valuestring[0] || strlen(m->valuestring) >= SWA_EXPECT_SKIP_MAX)
+            return swa_json_fail(cs->doc, cs->err, swa_json_value_offset(cs->doc, m), kpath,
+                                 "expected a non-empty string of at most %d characters that %s's skip reason "
+                                 "must contain, got %s", SWA_EXPECT_SKIP_MAX - 1, m->string, got);
+    }
+    cs->expect_skip = v;
+    snprintf(cs->expect_skip_path, sizeof cs->expect_skip_path, "%s", path);
+    return 0;
+}
+
+/* Every backend of "expect_skip" must be one the case runs: an expected
+ * skip of a backend that never runs the case could never be checked. */
+static int check_expect_skip(case_state *cs)
+{
+    if (!cs->expect_skip)
+        return 0;
+    char kpath[PATH_N], names[256] = "";
+    size_t k = 0;
+    for (int b = 0; b < SWA_BACKEND_COUNT; b++)
+        if (cs->backends & (1u << b))
+            k += (size_t)snprintf(names + k, k < sizeof names ? sizeof names - k : 0, "%s\"%s\"", k ? ", " : "",
+                                  swa_backend_names[b]);
+    for (const cJSON *m = cs->expect_skip->child; m; m = m->next)
+        if (!(cs->backends & swa_backend_flag_by_name(m->string))) {
+            swa_json_path_key(kpath, sizeof kpath, cs->expect_skip_path, m->string);
+            bool inherited = strncmp(cs->expect_skip_path, "/defaults", 9) == 0;
+            return swa_json_fail(cs->doc, cs->err, swa_json_key_offset(cs->doc, m), kpath,
+                                 "expected a backend this case runs (%s%s%s\"backends\": %s), got \"%s\": an "
+                                 "expected skip of a backend that never runs the case cannot be checked",
+                                 inherited ? "case \"" : "its ", inherited && cs->name ? cs->name : "",
+                                 inherited ? "\" inherits it and has " : "", names, m->string);
+        }
+    return 0;
+}
+
 /* "layers": [{"window_left": L}, ...], 1..SWA_MAX_LAYERS objects, each
  * with exactly the key window_left (same range as the case key).  Not a
  * sweep: the case expands once per layer (case_expand.c). */
@@ -700,6 +765,8 @@ static int read_member(case_state *cs, int f, const cJSON *m, const char *path)
         return read_tolerance(cs, m, path);
     case F_EXPECT_ERROR:
         return read_expect_error(cs, m, path);
+    case F_EXPECT_SKIP:
+        return read_expect_skip(cs, m, path);
     case F_LAYERS:
         return read_layers(cs, m, path);
     default:
@@ -763,7 +830,7 @@ int swa_case_read(case_state *cs, const cJSON *obj, const char *path, const cJSO
         if (swa_case_keys[f].required && !cs->present[f] && !(f == F_WINDOW_LEFT && cs->present[F_LAYERS]))
             return swa_json_fail(doc, cs->err, swa_json_value_offset(doc, obj), path,
                                  "missing required key \"%s\" (%s)", swa_case_keys[f].key, swa_case_keys[f].hint);
-    return 0;
+    return check_expect_skip(cs);
 }
 
 /* "defaults" is checked once on its own so that a bad value there is

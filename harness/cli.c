@@ -4,6 +4,7 @@
  * Tested end to end by tests/test_cli.c. */
 #include <dirent.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,3 +261,96 @@ void swa_cli_environment(swa_environment *env, const swa_device_ops *dev, int ar
         k += (size_t)snprintf(env->command_line + k, sizeof env->command_line - k, " %s", argv[i]);
 }
 
+
+/* ---- what a run selected (report 1.4) -------------------------------------------- */
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* s appended to a '\n'-separated list (cut short, never overrun, when full) */
+static void list_add(char *list, size_t n, const char *s)
+{
+    size_t used = strlen(list);
+    snprintf(list + used, n - used, "%s%s", used ? "\n" : "", s);
+}
+
+/* The bytes of one case file into the digest; a file that cannot be read
+ * again (removed since it was loaded) counts as its path and errno. */
+static uint64_t digest_file(uint64_t h, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        char why[SWA_PATH_MAX + 64];
+        int n = snprintf(why, sizeof why, "unreadable %s: %d", path, errno);
+        return fnv1a(h, why, (size_t)(n > 0 ? n : 0));
+    }
+    char buf[1 << 14];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0)
+        h = fnv1a(h, buf, got);
+    fclose(f);
+    return fnv1a(h, "\0", 1); /* a separator: two files are not their concatenation */
+}
+
+void swa_cli_selection(swa_selection *sel, const swa_case_list *all, int npaths, char **paths,
+                       const char *const *filters, int nfilters, int shard_i, int shard_n, const swa_run_config *cfg)
+{
+    memset(sel, 0, sizeof *sel);
+    sel->shard_index = shard_i;
+    sel->shard_count = shard_n;
+    if (npaths == 0)
+        list_add(sel->paths, sizeof sel->paths, "cases");
+    for (int i = 0; i < npaths; i++)
+        list_add(sel->paths, sizeof sel->paths, paths[i]);
+    for (int f = 0; f < nfilters; f++)
+        list_add(sel->filters, sizeof sel->filters, filters[f]);
+    /* every case file loaded, each once, in load order (cases of one file
+     * are contiguous in the list) */
+    uint64_t files = 1469598103934665603ull, ids = 1469598103934665603ull;
+    for (int i = 0; i < all->count; i++)
+        if (i == 0 || strcmp(all->cases[i].file, all->cases[i - 1].file) != 0)
+            files = digest_file(files, all->cases[i].file);
+    /* the ids the filters keep, as `run` selects them before the shard */
+    for (int i = 0; i < all->count; i++) {
+        bool match = nfilters == 0;
+        for (int f = 0; f < nfilters && !match; f++)
+            match = swa_case_matches(&all->cases[i], filters[f]);
+        if (!match)
+            continue;
+        sel->cases_selected++;
+        ids = fnv1a(ids, all->cases[i].id, strlen(all->cases[i].id) + 1);
+    }
+    snprintf(sel->case_files_digest, sizeof sel->case_files_digest, "%016llx", (unsigned long long)files);
+    snprintf(sel->case_ids_digest, sizeof sel->case_ids_digest, "%016llx", (unsigned long long)ids);
+    /* --backend in registry order (the order it was typed in changes nothing) */
+    if (cfg->backends_selected) {
+        int n;
+        const swa_backend *const *bs = swa_backends(&n);
+        for (int i = 0; i < n; i++)
+            if (cfg->backend_mask & bs[i]->flag)
+                list_add(sel->backends, sizeof sel->backends, bs[i]->name);
+        for (int g = 0; g < cfg->num_external_globs; g++)
+            list_add(sel->backends, sizeof sel->backends, cfg->external_globs[g]);
+        for (char *p = sel->backends; *p; p++)
+            if (*p == '\n')
+                *p = ',';
+    }
+    int n;
+    const swa_backend *const *ext = swa_external_backends(&n);
+    for (int i = 0; i < n; i++) {
+        bool selected = !cfg->backends_selected;
+        for (int g = 0; !selected && g < cfg->num_external_globs; g++)
+            selected = fnmatch(cfg->external_globs[g], ext[i]->name, 0) == 0;
+        if (selected)
+            list_add(sel->external, sizeof sel->external, ext[i]->name);
+    }
+    if (cfg->mutant != SWA_MUTANT_NONE)
+        snprintf(sel->mutant, sizeof sel->mutant, "%s", swa_mutant_get(cfg->mutant)->name);
+    snprintf(sel->mutant_only, sizeof sel->mutant_only, "%s", cfg->mutant_only ? cfg->mutant_only : "");
+    snprintf(sel->device, sizeof sel->device, "%s", cfg->device->name);
+}

@@ -50,6 +50,14 @@ void swa_cli_environment(swa_environment *env, const swa_device_ops *dev, int ar
 /* Parses a run count: decimal digits only, 1 <= N <= SWA_REPEAT_MAX.
  * Returns 0 or -1 (a sign, a space, a suffix, 0 or too many). */
 int swa_cli_parse_repeat(const char *s, int *count);
+/* Fills what `run` selected (report 1.4): the shard, the case paths, the
+ * digests of the case files loaded and of the ids the filters keep (before
+ * the shard takes its part), --backend, the external backends that run,
+ * the mutant and the device kind.  merge compares these across shards. */
+struct swa_run_config;
+void swa_cli_selection(swa_selection *sel, const swa_case_list *all, int npaths, char **paths,
+                       const char *const *filters, int nfilters, int shard_i, int shard_n,
+                       const struct swa_run_config *cfg);
 /* Parses a comma-separated backend list into SWA_BACKEND_* flags; 0 on error. */
 unsigned swa_cli_parse_backends(const char *s, char *bad, size_t n);
 

@@ -63,8 +63,10 @@ static int run_usage(FILE *f)
             "  -q, --quiet         no per-result lines\n"
             "  -h, --help          this text\n"
             "\n"
-            "exit: 0 all passed (skips allowed), 1 a mismatch, 2 usage or case-file error,\n"
-            "      3 runtime error, 77 the device asked for is not usable here\n",
+            "exit: 0 all passed (skips allowed when something passed), 1 a mismatch,\n"
+            "      2 usage or case-file error, 3 runtime error, 5 nothing compared (every\n"
+            "      result skipped), 77 the device asked for is not usable here;\n"
+            "      1 outranks 3, 3 outranks 5 (docs/spec.md)\n",
             backend_names, SWA_REPEAT_MAX);
     return f == stdout ? SWA_EXIT_OK : SWA_EXIT_USAGE;
 }
@@ -334,6 +336,7 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
     }
     swa_run_results rr = {0};
     swa_cli_environment(&rr.env, dev, argc, argv, prog);
+    swa_cli_selection(&rr.selection, &all, argc - optind, argv + optind, filters, nfilters, shard_i, shard_n, &cfg);
     rr.started = swa_now();
     rc = swa_run_selected(&cfg, &all, selected, nsel, report_dir, &rr);
     free(selected);

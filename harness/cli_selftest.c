@@ -198,7 +198,7 @@ int swa_cmd_selftest(int argc, char **argv, const char *prog)
     static char files[256][SWA_PATH_MAX];
     int nfiles = 0;
     kill_cell(*cells)[256] = calloc(SWA_MUTANT_COUNT, sizeof *cells);
-    int baseline_bad = 0, baseline_runs = 0;
+    int baseline_bad = 0, baseline_runs = 0, baseline_skipped = 0;
     char baseline_first[1024] = "";
     swa_run_config cfg = {.device = dev, .quiet = true, .no_isolate = true, .argv0 = prog};
     double t0 = swa_now();
@@ -244,7 +244,11 @@ int swa_cmd_selftest(int argc, char **argv, const char *prog)
                         swa_run_results_add(&baseline, &copy);
                 }
                 if (m == SWA_MUTANT_NONE) {
+                    /* a skip here is one the case expects (expect_skip):
+                     * any other skip of a backend the case names is a
+                     * failure (harness/run.c), and kills the baseline */
                     baseline_runs++;
+                    baseline_skipped += r.outcome == SWA_OUTCOME_SKIPPED;
                     if (dead) {
                         baseline_bad++;
                         if (!baseline_first[0])
@@ -276,7 +280,8 @@ int swa_cmd_selftest(int argc, char **argv, const char *prog)
     char stem[128];
     printf("swadiff selftest on %s: %d cases in %d files, %.1f s\n\n", dev->name, all.count, nfiles,
            swa_now() - t0);
-    printf("unmutated: %d of %d results passed%s%s\n\n", baseline_runs - baseline_bad, baseline_runs,
+    printf("unmutated: %d of %d results passed, %d skipped as their cases expect%s%s\n\n",
+           baseline_runs - baseline_bad - baseline_skipped, baseline_runs, baseline_skipped,
            baseline_bad ? " — FIRST FAILURE: " : "", baseline_first);
     printf("%-26s %-7s %s\n", "mutant", "killed", "killed by (case file: largest mismatch ratio)");
     int survivors = 0;

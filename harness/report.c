@@ -192,6 +192,12 @@ static swa_status jsonl_append(swa_report *rep, cJSON *obj, swa_error *err)
 
 swa_report *swa_report_open(const char *dir, const swa_environment *env, swa_error *err)
 {
+    return swa_report_open_selection(dir, env, NULL, err);
+}
+
+swa_report *swa_report_open_selection(const char *dir, const swa_environment *env, const swa_selection *sel,
+                                      swa_error *err)
+{
     swa_report *rep = calloc(1, sizeof *rep);
     if (!rep) {
         swa_error_set(err, SWA_ERR_NOMEM, "no memory for the report writer");
@@ -200,6 +206,8 @@ swa_report *swa_report_open(const char *dir, const swa_environment *env, swa_err
     snprintf(rep->dir, sizeof rep->dir, "%s", dir);
     if (env)
         rep->rr.env = *env;
+    if (sel)
+        rep->rr.selection = *sel;
     rep->rr.started = swa_now();
     rep->flush_interval = -1; /* adaptive */
     if (make_dirs(dir) != 0) {
@@ -222,6 +230,7 @@ swa_report *swa_report_open(const char *dir, const swa_environment *env, swa_err
     cJSON_AddStringToObject(head, "created", created);
     cJSON_AddNumberToObject(head, "created_unix", rep->rr.started);
     cJSON_AddItemToObject(head, "environment", swa_report_environment_json(&rep->rr.env));
+    swa_report_add_selection_json(head, &rep->rr.selection); /* a killed shard's results.jsonl still merges */
     swa_status st = jsonl_append(rep, head, err);
     cJSON_Delete(head);
     if (st == SWA_OK)

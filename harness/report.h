@@ -48,6 +48,10 @@ extern "C" {
  * an empty report set.  env is copied; created = now.  Returns NULL with err
  * set (SWA_ERR_IO, naming the path and errno text) on failure. */
 swa_report *swa_report_open(const char *dir, const swa_environment *env, swa_error *err);
+/* The same, with the run's shard and selection (copied; NULL: none) in the
+ * results.jsonl header and in every report.json (report 1.4). */
+swa_report *swa_report_open_selection(const char *dir, const swa_environment *env, const swa_selection *sel,
+                                      swa_error *err);
 
 /* When report.json/html/junit.xml are rewritten during the run
  * (results.jsonl always gets every result at once):
@@ -102,6 +106,9 @@ struct cJSON *swa_report_json(const swa_run_results *rr);
 struct cJSON *swa_report_case_json(const swa_result *r);
 /* The "environment" object of report.json and of the results.jsonl header. */
 struct cJSON *swa_report_environment_json(const swa_environment *env);
+/* Adds "shard" and "selection" (report 1.4) to obj; nothing when sel
+ * records no shard (shard_count 0). */
+void swa_report_add_selection_json(struct cJSON *obj, const swa_selection *sel);
 /* report.json written to f (the swa_report_formats writer). */
 int swa_report_write_json(const swa_run_results *rr, FILE *f);
 
@@ -132,10 +139,12 @@ swa_status swa_report_case_from_json(const struct cJSON *obj, const char *where,
 
 /* ---- merge (report_merge.c) ------------------------------------------------ */
 
-/* `swadiff merge OUT_DIR REPORT.json...` (argv[0] is "merge").  Combines shard
- * reports (report.json or results.jsonl) into one report set in OUT_DIR.
- * Returns the exit code of the combined run (0, 1 or 3; docs/spec.md), or 2 on
- * a usage error or an unreadable input, with the reason on stderr. */
+/* `swadiff merge [--allow-missing] OUT_DIR REPORT.json...` (argv[0] is
+ * "merge").  Combines the reports of one run's shards (report.json or
+ * results.jsonl) into one report set in OUT_DIR.  Returns the exit code of
+ * the combined run (0, 1, 3 or 5; docs/spec.md), or 2 on a usage error, an
+ * unreadable input or inputs that are not one complete shard set, with the
+ * reason on stderr. */
 int swa_merge_main(int argc, char **argv);
 
 #ifdef __cplusplus

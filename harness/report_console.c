@@ -273,6 +273,9 @@ void swa_console_write_summary(FILE *f, const swa_run_results *rr, bool color)
     }
     if (rr->incomplete)
         fprintf(f, "\n%sINCOMPLETE%s: %s\n", color ? YELLOW : "", color ? RESET : "", rr->incomplete_reason);
+    if (rr->count == 0)
+        fprintf(f, "\n%sNOTHING COMPARED%s: the run has no result; it checked no kernel.\n", color ? YELLOW : "",
+                color ? RESET : "");
     if (rr->count > 0 && passed + failed + error == 0)
     {
         fprintf(f, "\n%sNOTHING COMPARED%s: all %d results were skipped; this run checked no kernel. Reasons:\n",
@@ -289,10 +292,13 @@ void swa_console_write_summary(FILE *f, const swa_run_results *rr, bool color)
             shown++;
         }
     }
-    const char *verdict = failed ? "FAILED" : error ? "ERROR" : rr->incomplete ? "INCOMPLETE" : "PASSED";
+    /* the verdict names the exit code's reason, in its precedence (1, 3, 5, 0) */
+    bool nothing = passed == 0;
+    const char *verdict = failed ? "FAILED" : error ? "ERROR" : rr->incomplete ? "INCOMPLETE"
+                        : nothing ? "NOTHING COMPARED" : "PASSED";
     fprintf(f, "\n%s%s%s: %d passed, %d failed, %d errors, %d skipped in %.1f s\n",
-            color ? (failed ? RED : error || rr->incomplete ? YELLOW : GREEN) : "", verdict, color ? RESET : "",
-            passed, failed, error, skipped, rr->duration);
+            color ? (failed ? RED : error || rr->incomplete || nothing ? YELLOW : GREEN) : "", verdict,
+            color ? RESET : "", passed, failed, error, skipped, rr->duration);
     free(g);
     free(idx);
 }
@@ -317,7 +323,8 @@ int swa_console_write_markdown(FILE *f, const swa_run_results *rr, const char *r
     }
     int passed, failed, error, skipped;
     swa_run_results_summary(rr, &passed, &failed, &error, &skipped);
-    fprintf(f, "## swadiff: %s\n\n", failed ? "mismatches found" : error ? "runtime errors" : "all passed");
+    fprintf(f, "## swadiff: %s\n\n", failed ? "mismatches found" : error ? "runtime errors"
+                                     : rr->incomplete ? "incomplete run" : passed == 0 ? "nothing compared" : "all passed");
     fprintf(f, "**%d** passed, **%d** failed, **%d** errors, **%d** skipped in %.1f s\n\n", passed, failed, error, skipped,
             rr->duration);
     fputs("| backend | device | dtype | passed | failed | errors | skipped |\n|---|---|---|---:|---:|---:|---:|\n", f);

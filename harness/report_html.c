@@ -375,6 +375,9 @@ static void put_header(FILE *f, const swa_run_results *rr)
         fprintf(f, "<h1>swadiff: %d runtime error%s, no mismatch</h1>\n", error, error == 1 ? "" : "s");
     else if (rr->incomplete)
         fprintf(f, "<h1>swadiff: incomplete run, %d result%s</h1>\n", rr->count, rr->count == 1 ? "" : "s");
+    else if (passed == 0)
+        fprintf(f, "<h1>swadiff: nothing compared (%d result%s, all skipped): no kernel was checked</h1>\n",
+                rr->count, rr->count == 1 ? "" : "s");
     else if (not_green)
         fprintf(f, "<h1>swadiff: exit code %d, no failing result</h1>\n", rr->exitcode);
     else

@@ -334,6 +334,43 @@ cJSON *swa_report_environment_json(const swa_environment *env)
     return e;
 }
 
+/* a '\n'-separated list as an array of strings */
+static cJSON *lines_json(const char *list)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (const char *p = list; a && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        char line[SWA_ID_MAX + 512];
+        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), p);
+        cJSON_AddItemToArray(a, make_str(line));
+        p += n + (nl ? 1 : 0);
+    }
+    return a;
+}
+
+void swa_report_add_selection_json(cJSON *obj, const swa_selection *sel)
+{
+    if (sel->shard_count <= 0)
+        return;
+    /* report 1.4: which shard of how many, and what decided the case set:
+     * merge refuses shards whose selections differ */
+    cJSON *shard = cJSON_AddObjectToObject(obj, "shard");
+    cJSON_AddNumberToObject(shard, "index", sel->shard_index);
+    cJSON_AddNumberToObject(shard, "count", sel->shard_count);
+    cJSON *s = cJSON_AddObjectToObject(obj, "selection");
+    cJSON_AddItemToObject(s, "cases", lines_json(sel->paths));
+    cJSON_AddStringToObject(s, "case_files_digest", sel->case_files_digest);
+    cJSON_AddNumberToObject(s, "cases_selected", sel->cases_selected);
+    cJSON_AddStringToObject(s, "case_ids_digest", sel->case_ids_digest);
+    cJSON_AddItemToObject(s, "filters", lines_json(sel->filters));
+    add_string_or_null(s, "backends", sel->backends);
+    cJSON_AddItemToObject(s, "external_backends", lines_json(sel->external));
+    add_string_or_null(s, "mutant", sel->mutant);
+    add_string_or_null(s, "mutant_only", sel->mutant_only);
+    add_str(s, "device", sel->device);
+}
+
 cJSON *swa_report_json(const swa_run_results *rr)
 {
     cJSON *root = cJSON_CreateObject();
@@ -352,6 +389,7 @@ cJSON *swa_report_json(const swa_run_results *rr)
     if (rr->expected > 0)
         cJSON_AddNumberToObject(root, "expected_results", rr->expected);
     cJSON_AddItemToObject(root, "environment", swa_report_environment_json(&rr->env));
+    swa_report_add_selection_json(root, &rr->selection);
     int passed, failed, error, skipped;
     swa_run_results_summary(rr, &passed, &failed, &error, &skipped);
     cJSON *summary = cJSON_AddObjectToObject(root, "summary");

@@ -21,7 +21,8 @@
  *
  * A run that did not finish (rr->incomplete) says so in every suite's
  * properties ("run_incomplete" with the reason and the count); the exit
- * code is what fails the CI step.  (An extra <error> testcase would make
+ * code is what fails the CI step.  A run whose results are all skips
+ * (exit 5, nothing compared) says so the same way ("run_nothing_compared").  (An extra <error> testcase would make
  * the CI view red too, but the file of a killed run must list exactly the
  * results it has: tests/test_report_partial.c.)
  * Everything from case files is escaped for XML 1.0 (control characters
@@ -144,7 +145,8 @@ int swa_report_write_junit(const swa_run_results *rr, FILE *f)
 {
     int rc = 0;
     int passed, failed, error;
-    swa_run_results_summary(rr, &passed, &failed, &error, NULL);
+    const bool nothing_compared =
+        swa_run_results_summary(rr, &passed, &failed, &error, NULL) == SWA_EXIT_NOTHING_COMPARED;
     char created[32];
     swa_report_iso8601(rr->started, created, sizeof created);
     char incomplete[sizeof rr->incomplete_reason + 64] = "";
@@ -197,6 +199,9 @@ int swa_report_write_junit(const swa_run_results *rr, FILE *f)
             rc |= put_xml(f, incomplete, true);
             fputs("\"/>\n", f);
         }
+        if (nothing_compared)
+            fprintf(f, "      <property name=\"run_nothing_compared\" value=\"all %d results were skipped: the run "
+                       "checked no kernel (exit code %d)\"/>\n", rr->count, SWA_EXIT_NOTHING_COMPARED);
         fputs("    </properties>\n", f);
         for (int i = 0; i < rr->count; i++)
             if (!strcmp(rr->items[i].backend, backends[b]))

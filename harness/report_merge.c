@@ -19,16 +19,26 @@
  *   - a report_version of another major (the reader refuses it) and shards
  *     written by different swadiff versions;
  *   - absurd sizes (the reader's caps, report_text.h) and more than
- *     SWA_REPORT_MAX_RESULTS results in all.
+ *     SWA_REPORT_MAX_RESULTS results in all;
+ *   - an incomplete or inconsistent shard set (report 1.4 records each
+ *     shard's I/N and its selection): two values of N, two selections (other
+ *     case files, other ids, backends, mutant or device), the same I twice,
+ *     a missing I, or a report that records no shard at all.
+ * --allow-missing merges a set with missing shards (or shards that record
+ * none) anyway and marks the merged report incomplete, naming what is
+ * missing; inconsistent sets are refused with or without it.
  * An incomplete shard (killed, or a results.jsonl) makes the merged run
- * incomplete, and a shard that recorded a non-zero exit code its results do
- * not explain keeps the merged run non-zero: no green report from a broken
- * shard.  Everything merge prints goes through swa_terminal_sanitize: a
- * report's text may hold terminal escapes.
+ * incomplete, and a shard that recorded an exit code worse than its results
+ * explain keeps the merged run there: no green report from a broken shard.
+ * A complete merge records shard 1 of 1 with the shards' selection: it is
+ * the unsharded run.  Everything merge prints goes through
+ * swa_terminal_sanitize: a report's text may hold terminal escapes.
  *
  * Test: tests/test_report_json.c (merge of two shards),
- * tests/test_adversarial_merge.c (every refusal above, sanitized output).
+ * tests/test_adversarial_merge.c (every refusal above, sanitized output),
+ * tests/test_jobs.c (shards of a real run, a lost shard, --allow-missing).
  */
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,14 +49,26 @@
 #include "harness/report_console.h"
 #include "harness/report.h"
 
-static void usage(void)
+static void usage(FILE *f)
 {
-    fprintf(stderr, "usage: swadiff merge OUT_DIR REPORT.json [REPORT.json...]\n"
-                    "  Combines shard reports (report.json, or results.jsonl of a run that was killed)\n"
-                    "  into OUT_DIR/report.json, report.html and junit.xml.\n"
-                    "  Exit code: that of the combined run (0 all passed, 1 a mismatch, 3 a runtime\n"
-                    "  error or an incomplete shard), 2 when an input cannot be read or the inputs are\n"
-                    "  not shards of one run (a file twice, overlapping results, another swadiff version).\n");
+    fprintf(f, "usage: swadiff merge [--allow-missing] OUT_DIR REPORT.json [REPORT.json...]\n"
+               "  Combines the reports of the shards of one run (`run --shard I/N`; report.json,\n"
+               "  or results.jsonl of a shard that was killed) into OUT_DIR/report.json,\n"
+               "  report.html and junit.xml.  Every shard 1..N must be given once, all with the\n"
+               "  same N and the same selection (case files, filters, backends, mutant, device).\n"
+               "  --allow-missing  merge a set with shards missing (or reports that record no\n"
+               "                   shard) anyway; the merged report is marked incomplete (exit 3)\n"
+               "  Exit code: that of the combined run (0 all passed, 1 a mismatch, 3 a runtime\n"
+               "  error or an incomplete merge, 5 nothing compared), 2 when an input cannot be\n"
+               "  read or the inputs are not the shards of one run (a file twice, overlapping\n"
+               "  results, another swadiff version, another N or selection, a shard missing).\n");
+}
+
+/* How bad an exit code is, for keeping the worst: 0 < 5 < 3 (and any other
+ * non-zero code) < 1, the order swa_run_results_summary gives them. */
+static int exit_rank(int code)
+{
+    return code == SWA_EXIT_OK ? 0 : code == SWA_EXIT_NOTHING_COMPARED ? 1 : code == SWA_EXIT_MISMATCH ? 3 : 2;
 }
 
 /* appends line to a '\n'-separated list unless it is already there */
@@ -109,7 +131,61 @@ typedef struct shard_info {
     char command_line[sizeof ((swa_environment *)0)->command_line];
     int first, count;     /* its results in merged */
     uint64_t ids_hash;    /* order-independent hash of its result keys */
+    int shard_index, shard_count; /* its --shard I/N (0/0: not recorded) */
 } shard_info;
+
+/* The first way two selections differ, as "what: A vs B" (NULL: none).
+ * The case paths as typed are not compared (checkouts differ between
+ * machines); the digests say whether the cases are the same. */
+static const char *selection_difference(const swa_selection *a, const swa_selection *b, char *buf, size_t n)
+{
+#define SEL_SHOW(s) ((s)[0] ? (s) : "(none)")
+    if (strcmp(a->case_files_digest, b->case_files_digest))
+        snprintf(buf, n, "other case files (content digest %s vs %s: another version of the case files, or "
+                 "another set of them; cases given: %s vs %s)", a->case_files_digest, b->case_files_digest,
+                 a->paths, b->paths);
+    else if (strcmp(a->case_ids_digest, b->case_ids_digest) || a->cases_selected != b->cases_selected)
+        snprintf(buf, n, "other cases selected (%d cases, ids digest %s vs %d cases, ids digest %s; --filter %s "
+                 "vs %s)", a->cases_selected, a->case_ids_digest, b->cases_selected, b->case_ids_digest,
+                 SEL_SHOW(a->filters), SEL_SHOW(b->filters));
+    else if (strcmp(a->filters, b->filters))
+        snprintf(buf, n, "other --filter values (%s vs %s)", SEL_SHOW(a->filters), SEL_SHOW(b->filters));
+    else if (strcmp(a->backends, b->backends))
+        snprintf(buf, n, "other --backend (%s vs %s)", a->backends[0] ? a->backends : "(each case's own)",
+                 b->backends[0] ? b->backends : "(each case's own)");
+    else if (strcmp(a->external, b->external))
+        snprintf(buf, n, "other plug-in / adapter backends (%s vs %s)", SEL_SHOW(a->external), SEL_SHOW(b->external));
+    else if (strcmp(a->mutant, b->mutant) || strcmp(a->mutant_only, b->mutant_only))
+        snprintf(buf, n, "another --mutant (%s%s%s vs %s%s%s)", SEL_SHOW(a->mutant), a->mutant_only[0] ? " only on " : "",
+                 a->mutant_only, SEL_SHOW(b->mutant), b->mutant_only[0] ? " only on " : "", b->mutant_only);
+    else if (strcmp(a->device, b->device))
+        snprintf(buf, n, "another device (%s vs %s)", a->device, b->device);
+    else
+        return NULL;
+#undef SEL_SHOW
+    for (char *p = buf; *p; p++)
+        if (*p == '\n')
+            *p = ',';
+    return buf;
+}
+
+/* "3, 5, 6" (at most max numbers, then ", ...") of the indices 1..n not in seen */
+static int missing_list(const unsigned char *seen, int n, char *buf, size_t size, int max)
+{
+    int missing = 0;
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 1; i <= n; i++) {
+        if (seen[i])
+            continue;
+        if (missing < max && len < size)
+            len += (size_t)snprintf(buf + len, size - len, "%s%d", missing ? ", " : "", i);
+        else if (missing == max && len < size)
+            len += (size_t)snprintf(buf + len, size - len, ", ...");
+        missing++;
+    }
+    return missing;
+}
 
 static uint64_t fnv1a(uint64_t h, const char *s)
 {
@@ -176,12 +252,26 @@ static int shard_of(const shard_info *shards, int n, int item)
 
 int swa_merge_main(int argc, char **argv)
 {
-    if (argc < 3 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        usage();
-        return argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) ? SWA_EXIT_OK : SWA_EXIT_USAGE;
+    static const struct option opts[] = {
+        {"allow-missing", no_argument, 0, 'M'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    bool allow_missing = false;
+    optind = 1;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (ch == 'M') {
+            allow_missing = true;
+        } else {
+            usage(ch == 'h' ? stdout : stderr);
+            return ch == 'h' ? SWA_EXIT_OK : SWA_EXIT_USAGE;
+        }
     }
-    const char *out_dir = argv[1];
-    const int nshards = argc - 2;
+    if (argc - optind < 2) {
+        usage(stderr);
+        return SWA_EXIT_USAGE;
+    }
+    const char *out_dir = argv[optind];
+    char **inputs = argv + optind + 1;
+    const int nshards = argc - optind - 1;
     swa_run_results merged = {0};
     shard_info *shards = calloc((size_t)nshards, sizeof *shards);
     key_set keys = {NULL, 0};
@@ -194,9 +284,14 @@ int swa_merge_main(int argc, char **argv)
     int code = SWA_EXIT_OK, shard_exit = SWA_EXIT_OK, shard_exit_from = -1;
     long long expected = 0;
     bool expected_known = true;
+    /* the shard set: the first input that records its shard is the
+     * reference every other one is checked against */
+    int ref = -1, unrecorded = -1;
+    swa_selection ref_sel = {0};
+    unsigned char *seen = NULL; /* [1..N]: which shard indices were given */
     for (int i = 0; i < nshards && code == SWA_EXIT_OK; i++) {
         shard_info *me = &shards[i];
-        me->path = argv[i + 2];
+        me->path = inputs[i];
         struct stat sb;
         if (stat(me->path, &sb) == 0) {
             me->have_file = true;
@@ -228,6 +323,43 @@ int swa_merge_main(int argc, char **argv)
             code = SWA_EXIT_USAGE;
             break;
         }
+        /* one shard set: the same N and the same selection, each I once */
+        const swa_selection *sel = &shard.selection;
+        me->shard_index = sel->shard_index;
+        me->shard_count = sel->shard_count;
+        char diff[2048];
+        if (sel->shard_count == 0) {
+            if (!allow_missing) {
+                fail_message("input %d (%s) records no \"shard\" (a report older than report 1.4, or one not "
+                             "written by `swadiff run`): merge cannot tell whether the set is complete; rerun the "
+                             "shards with this swadiff, or give --allow-missing to merge anyway (the merged report "
+                             "is then marked incomplete)", i + 1, me->path);
+                code = SWA_EXIT_USAGE;
+            } else if (unrecorded < 0) {
+                unrecorded = i;
+            }
+        } else if (ref < 0) {
+            ref = i;
+            ref_sel = *sel;
+            seen = calloc((size_t)sel->shard_count + 1, 1);
+            if (!seen) {
+                fail_message("no memory for a set of %d shards", sel->shard_count);
+                code = SWA_EXIT_RUNTIME;
+            }
+        } else if (sel->shard_count != ref_sel.shard_count) {
+            fail_message("input %d (%s) is shard %d of %d, input %d (%s) shard %d of %d: the shards of one run share "
+                         "N (--shard I/N); these come from two runs", i + 1, me->path, sel->shard_index,
+                         sel->shard_count, ref + 1, shards[ref].path, ref_sel.shard_index, ref_sel.shard_count);
+            code = SWA_EXIT_USAGE;
+        } else if (selection_difference(sel, &ref_sel, diff, sizeof diff)) {
+            fail_message("input %d (%s) selected differently from input %d (%s): %s; the shards of one run select "
+                         "the same cases", i + 1, me->path, ref + 1, shards[ref].path, diff);
+            code = SWA_EXIT_USAGE;
+        }
+        if (code) {
+            swa_run_results_free(&shard);
+            break;
+        }
         if (shard.count > SWA_REPORT_MAX_RESULTS - merged.count) {
             fail_message("input %d (%s): expected at most %d results in all inputs together, got %d", i + 1, me->path,
                          SWA_REPORT_MAX_RESULTS, merged.count + shard.count);
@@ -253,6 +385,20 @@ int swa_merge_main(int argc, char **argv)
                              i + 1, me->path, j + 1, shards[j].path, created, me->command_line, me->count);
                 code = SWA_EXIT_USAGE;
             }
+        /* the same shard again (a rerun, or a copy the check above did not
+         * recognize): before its results are compared one by one */
+        if (!code && me->shard_count > 0) {
+            if (seen[me->shard_index]) {
+                int other = 0;
+                while (other < i && !(shards[other].shard_count && shards[other].shard_index == me->shard_index))
+                    other++;
+                fail_message("input %d (%s) and input %d (%s) are both shard %d of %d: give each shard once (the "
+                             "same shard run twice, or a rerun given with the original?)", i + 1, me->path, other + 1,
+                             shards[other].path, me->shard_index, me->shard_count);
+                code = SWA_EXIT_USAGE;
+            }
+            seen[me->shard_index] = 1;
+        }
         if (code) {
             swa_run_results_free(&shard);
             break;
@@ -277,7 +423,7 @@ int swa_merge_main(int argc, char **argv)
         /* an exit code the shard's results do not explain (a report that
          * could not be written, a device that failed outside any result) */
         int own = swa_run_results_summary(&shard, NULL, NULL, NULL, NULL);
-        if (shard.exitcode != SWA_EXIT_OK && own == SWA_EXIT_OK && shard_exit == SWA_EXIT_OK) {
+        if (exit_rank(shard.exitcode) > exit_rank(own) && exit_rank(shard.exitcode) > exit_rank(shard_exit)) {
             shard_exit = shard.exitcode;
             shard_exit_from = i;
         }
@@ -310,10 +456,51 @@ int swa_merge_main(int argc, char **argv)
         swa_run_results_free(&shard);
     }
     free(keys.slots);
+    /* a complete set: every shard 1..N given */
+    char missing_text[160] = "";
+    int missing = 0;
+    if (code == SWA_EXIT_OK && ref >= 0) {
+        missing = missing_list(seen, ref_sel.shard_count, missing_text, sizeof missing_text, 12);
+        if (missing && !allow_missing) {
+            fail_message("the shard set is incomplete: shard%s %s of %d %s missing (%d of %d given; input %d is %s); "
+                         "give every shard's report, or --allow-missing to merge what is there (the merged report "
+                         "is then marked incomplete)", missing == 1 ? "" : "s", missing_text, ref_sel.shard_count,
+                         missing == 1 ? "is" : "are", ref_sel.shard_count - missing, ref_sel.shard_count, ref + 1,
+                         shards[ref].path);
+            code = SWA_EXIT_USAGE;
+        }
+    }
+    free(seen);
     if (code != SWA_EXIT_OK) {
         free(shards);
         swa_run_results_free(&merged);
         return code;
+    }
+    /* what --allow-missing let through is said first: it is why the
+     * merged report is incomplete even when every given shard finished */
+    char why[sizeof merged.incomplete_reason] = "";
+    if (missing)
+        snprintf(why, sizeof why, "merged with --allow-missing: shard%s %s of %d missing", missing == 1 ? "" : "s",
+                 missing_text, ref_sel.shard_count);
+    if (unrecorded >= 0) {
+        size_t len = strlen(why);
+        snprintf(why + len, sizeof why - len, "%sinput %d (%s) records no shard, so the set's completeness is unknown",
+                 len ? "; " : "merged with --allow-missing: ", unrecorded + 1, shards[unrecorded].path);
+    }
+    if (why[0]) {
+        if (merged.incomplete) {
+            char shard_reason[sizeof merged.incomplete_reason];
+            snprintf(shard_reason, sizeof shard_reason, "%s", merged.incomplete_reason);
+            snprintf(merged.incomplete_reason, sizeof merged.incomplete_reason, "%s; %s", why, shard_reason);
+        } else {
+            snprintf(merged.incomplete_reason, sizeof merged.incomplete_reason, "%s", why);
+        }
+        merged.incomplete = true;
+    }
+    /* the merged run is the unsharded run of the same selection */
+    if (ref >= 0) {
+        merged.selection = ref_sel;
+        merged.selection.shard_index = merged.selection.shard_count = 1;
     }
     for (char *p = hosts; *p; p++)
         if (*p == '\n')
@@ -325,8 +512,11 @@ int swa_merge_main(int argc, char **argv)
     merged.duration = last_end > first_start ? last_end - first_start : 0;
     merged.expected = expected_known && expected <= INT32_MAX ? (int)expected : 0;
     merged.exitcode = swa_run_results_summary(&merged, NULL, NULL, NULL, NULL);
-    if (merged.exitcode == SWA_EXIT_OK && shard_exit != SWA_EXIT_OK) {
-        fail_message("input %d (%s) recorded exit code %d although its results all passed: the merged run keeps it",
+    /* only a merge that would not fail anyway takes it (0 or 5); one that
+     * already fails keeps its own reason */
+    if ((merged.exitcode == SWA_EXIT_OK || merged.exitcode == SWA_EXIT_NOTHING_COMPARED) &&
+        exit_rank(shard_exit) > exit_rank(merged.exitcode)) {
+        fail_message("input %d (%s) recorded exit code %d, worse than its results give: the merged run keeps it",
                      shard_exit_from + 1, shards[shard_exit_from].path, shard_exit);
         merged.exitcode = shard_exit;
     }

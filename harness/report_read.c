@@ -456,6 +456,86 @@ swa_status swa_report_case_from_json(const cJSON *obj, const char *where, swa_re
     return SWA_OK;
 }
 
+/* An array of strings into a '\n'-separated list of at most n bytes. */
+static void get_lines(reader *rd, const cJSON *obj, const char *key, char *buf, size_t n)
+{
+    const cJSON *a = need(rd, obj, key, "an array of strings");
+    buf[0] = '\0';
+    if (!a)
+        return;
+    if (!cJSON_IsArray(a)) {
+        type_error(rd, key, "an array of strings");
+        return;
+    }
+    size_t len = 0;
+    for (const cJSON *e = a->child; e; e = e->next) {
+        if (!cJSON_IsString(e) || strchr(e->valuestring, '\n')) {
+            type_error(rd, key, "an array of strings without line breaks");
+            return;
+        }
+        int w = snprintf(buf + len, n - len, "%s%s", len ? "\n" : "", e->valuestring);
+        if (w < 0 || (size_t)w >= n - len) {
+            type_error(rd, key, "an array of strings of at most 511 bytes together");
+            return;
+        }
+        len += (size_t)w;
+    }
+}
+
+/* A digest as the writer makes it: 16 lower-case hex digits. */
+static void get_digest(reader *rd, const cJSON *obj, const char *key, char *buf, size_t n)
+{
+    get_string(rd, obj, key, buf, n, false);
+    if (!rd->failed && (strlen(buf) != 16 || strspn(buf, "0123456789abcdef") != 16))
+        type_error(rd, key, "16 lower-case hex digits (an FNV-1a 64 digest)");
+}
+
+/* "shard" and "selection" (report 1.4, optional: older reports have none,
+ * and read back as shard 0 of 0, "not recorded").  When present they are
+ * checked as strictly as the rest: merge decides on them. */
+static void read_selection(reader *rd, const cJSON *root, swa_selection *sel)
+{
+    memset(sel, 0, sizeof *sel);
+    const cJSON *shard = cJSON_GetObjectItemCaseSensitive(root, "shard");
+    const cJSON *selection = cJSON_GetObjectItemCaseSensitive(root, "selection");
+    if (!shard && !selection)
+        return;
+    shard = get_object(rd, root, "shard", false);
+    selection = get_object(rd, root, "selection", false);
+    if (!shard || !selection)
+        return;
+    /* messages name the object: "report.json: selection: \"device\": ..." */
+    char where[SWA_PATH_MAX + 32];
+    const char *outer = rd->where;
+    snprintf(where, sizeof where, "%s: shard", outer);
+    rd->where = where;
+    int count = get_int_in(rd, shard, "count", 1, 1000000);
+    int index = get_int_in(rd, shard, "index", 1, 1000000);
+    if (!rd->failed && index > count) {
+        swa_error_set(rd->err, SWA_ERR_INVALID, "%s: \"index\": expected an integer in [1, %d] (the count), got %d",
+                      rd->where, count, index);
+        rd->failed = true;
+    }
+    snprintf(where, sizeof where, "%s: selection", outer);
+    get_lines(rd, selection, "cases", sel->paths, sizeof sel->paths);
+    get_digest(rd, selection, "case_files_digest", sel->case_files_digest, sizeof sel->case_files_digest);
+    sel->cases_selected = get_int_in(rd, selection, "cases_selected", 0, INT_MAX);
+    get_digest(rd, selection, "case_ids_digest", sel->case_ids_digest, sizeof sel->case_ids_digest);
+    get_lines(rd, selection, "filters", sel->filters, sizeof sel->filters);
+    get_string(rd, selection, "backends", sel->backends, sizeof sel->backends, true);
+    get_lines(rd, selection, "external_backends", sel->external, sizeof sel->external);
+    get_string(rd, selection, "mutant", sel->mutant, sizeof sel->mutant, true);
+    get_string(rd, selection, "mutant_only", sel->mutant_only, sizeof sel->mutant_only, true);
+    get_string(rd, selection, "device", sel->device, sizeof sel->device, false);
+    rd->where = outer;
+    if (rd->failed) {
+        memset(sel, 0, sizeof *sel);
+        return;
+    }
+    sel->shard_index = index;
+    sel->shard_count = count;
+}
+
 static swa_status read_environment(const cJSON *root, const char *where, swa_run_results *rr, swa_error *err)
 {
     reader rd = {where, err, false};
@@ -491,6 +571,7 @@ static swa_status read_environment(const cJSON *root, const char *where, swa_run
                  cJSON_IsString(reason) && reason->valuestring[0] ? reason->valuestring : "the report says so");
     if (cJSON_GetObjectItemCaseSensitive(root, "expected_results"))
         rr->expected = get_int_in(&rd, root, "expected_results", 0, INT_MAX);
+    read_selection(&rd, root, &rr->selection);
     return rd.failed ? err->status : SWA_OK;
 }
 

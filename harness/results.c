@@ -44,6 +44,8 @@ int swa_run_results_summary(const swa_run_results *rr, int *passed, int *failed,
     /* a wrong kernel is the headline: mismatches outrank runtime errors */
     if (n[SWA_OUTCOME_FAILED]) return SWA_EXIT_MISMATCH;
     if (n[SWA_OUTCOME_ERROR] || rr->incomplete) return SWA_EXIT_RUNTIME;
+    /* a run that checked no kernel is not green (every result a skip, or none) */
+    if (!n[SWA_OUTCOME_PASSED]) return SWA_EXIT_NOTHING_COMPARED;
     return SWA_EXIT_OK;
 }
 

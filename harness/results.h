@@ -86,6 +86,24 @@ typedef struct swa_environment {
     char command_line[1024];
 } swa_environment;
 
+/* What decides a run's (case, backend) set, recorded in its report so that
+ * `swadiff merge` can tell the shards of one run from anything else
+ * (report 1.4: "shard" and "selection").  Digests are FNV-1a 64 in hex. */
+typedef struct swa_selection {
+    int shard_index, shard_count;   /* --shard I/N (1/1 unsharded); 0/0: the report does not say */
+    int cases_selected;             /* cases the filters kept, before the shard took its part */
+    char case_files_digest[24];     /* the bytes of every case file loaded, in load order */
+    char case_ids_digest[24];       /* the ids the filters kept, in order (before sharding) */
+    char paths[512];                /* the CASES arguments as given, '\n'-separated (not compared:
+                                     * checkouts differ between machines) */
+    char filters[512];              /* --filter values, '\n'-separated */
+    char backends[512];             /* --backend, normalized ("" when not given: each case's own) */
+    char external[512];             /* the plug-in / adapter backends that run, '\n'-separated */
+    char mutant[48];                /* --mutant ("" none) */
+    char mutant_only[SWA_ID_MAX];   /* --mutant-only ("" none) */
+    char device[16];                /* the device kind (host, cuda, hip), not the GPU ids */
+} swa_selection;
+
 typedef struct swa_run_results {
     swa_result *items;
     int count, capacity;
@@ -104,6 +122,7 @@ typedef struct swa_run_results {
     bool incomplete;
     char incomplete_reason[200];
     double report_seconds;       /* time the parent spent recording results (reports, console) */
+    swa_selection selection;     /* the shard and what selected the cases (report 1.4) */
 } swa_run_results;
 
 #ifdef __cplusplus
@@ -114,8 +133,9 @@ int swa_run_results_add(swa_run_results *rr, swa_result *r);
 void swa_run_results_free(swa_run_results *rr);
 /* Orders the results by seq (stable): the same list for any number of workers. */
 void swa_run_results_sort(swa_run_results *rr);
-/* Counts per outcome; returns the exit code docs/spec.md gives for them
- * (an incomplete run is never 0: 1 when a mismatch was seen, else 3). */
+/* Counts per outcome; returns the exit code docs/spec.md gives for them:
+ * 1 a mismatch, else 3 an error or an incomplete run, else 5 when nothing
+ * passed (all skipped, or no result), else 0. */
 int swa_run_results_summary(const swa_run_results *rr, int *passed, int *failed, int *error,
                             int *skipped);
 #ifdef __cplusplus

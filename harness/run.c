@@ -515,12 +515,53 @@ void swa_nondet_format(const swa_nondet *nd, int repeat, char *buf, size_t n)
         snprintf(buf + k, n - (size_t)k, "; %lld guard bytes around the outputs differ", nd->guard_bytes);
 }
 
+/* The index of b in the case's "backends" when the case file names it
+ * there, else -1 (external backends run every case and are never named). */
+static int named_backend(const swa_case *c, const swa_backend *b)
+{
+    for (int i = 0; b->flag && i < SWA_BACKEND_COUNT; i++)
+        if (b->flag == 1u << i)
+            return (c->backends & b->flag) ? i : -1;
+    return -1;
+}
+
+/* r was skipped with r->message as the reason.  A backend the case file
+ * names in "backends" must run it: its skip is a failure (a router that
+ * sends a case to a kernel that refuses it turns red), unless the case
+ * expects that skip with "expect_skip" and the reason says what it
+ * expects.  Skips of external backends stay skips. */
+static void judge_skip(const swa_case *c, const swa_backend *b, swa_result *r)
+{
+    int named = named_backend(c, b);
+    if (named < 0)
+        return;
+    char reason[sizeof r->message];
+    snprintf(reason, sizeof reason, "%s", r->message);
+    const char *expected = c->expect_skip[named];
+    if (expected[0] && strstr(reason, expected)) {
+        snprintf(r->message, sizeof r->message, "expected skip: %s", reason);
+        return;
+    }
+    r->outcome = SWA_OUTCOME_FAILED;
+    /* a diagnosis key groups these apart from kernel failures in the reports */
+    snprintf(r->diagnosis, sizeof r->diagnosis, "[named_backend_skipped] the case file names %s in \"backends\", and "
+             "it did not run the case%s", b->name, expected[0] ? " (for another reason than expect_skip names)" : "");
+    if (expected[0])
+        snprintf(r->message, sizeof r->message, "expected %s to skip with a reason containing \"%s\", but it "
+                 "skipped with: %s", b->name, expected, reason);
+    else
+        snprintf(r->message, sizeof r->message, "%s skipped a case whose file names it in \"backends\": %s (a skip "
+                 "of a named backend fails unless the case expects it: \"expect_skip\": {\"%s\": \"...\"})",
+                 b->name, reason, b->name);
+}
+
 void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_backend *b, swa_result *r,
                  void **out_copy, float **lse_copy)
 {
     const swa_case *c = ctx->c;
     swa_run_config cfg_local = swa_config_for_case(cfg_in, c);
     const swa_run_config *cfg = &cfg_local;
+    const int named = named_backend(c, b); /* its index in the case's "backends", or -1 */
     double t0 = swa_now();
     swa_result_init(cfg, c, b->name, r);
     if (out_copy) *out_copy = NULL;
@@ -531,6 +572,7 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
     if (why) {
         r->outcome = SWA_OUTCOME_SKIPPED;
         snprintf(r->message, sizeof r->message, "%s", why);
+        judge_skip(c, b, r);
         r->duration = swa_now() - t0;
         return;
     }
@@ -574,6 +616,16 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
     if (st != SWA_OK)
         goto fail;
     r->has_compare = true;
+    if (named >= 0 && c->expect_skip[named][0]) {
+        /* the backend ran although the case expects it to skip */
+        r->outcome = SWA_OUTCOME_FAILED;
+        snprintf(r->message, sizeof r->message, "expected %s to skip this case (a reason containing \"%s\"), but "
+                 "it ran (%s)", b->name, c->expect_skip[named],
+                 r->cmp.mismatched ? "and mismatched" : "and matched the reference");
+        snprintf(r->diagnosis, sizeof r->diagnosis, "[expected_skip_not_taken] the case expects %s to skip it "
+                 "(expect_skip), and it ran", b->name);
+        goto done;
+    }
     if (c->expect_error[0]) {
         /* the backend ran although the case pins a refusal */
         r->outcome = SWA_OUTCOME_FAILED;
@@ -649,7 +701,12 @@ fail:
     r->outcome = st == SWA_ERR_UNSUPPORTED ? SWA_OUTCOME_SKIPPED : SWA_OUTCOME_ERROR;
     r->error_status = st;
     snprintf(r->message, sizeof r->message, "%s", err.message[0] ? err.message : "backend failed without a message");
-    if (c->expect_error[0] && st != SWA_ERR_DEVICE && st != SWA_ERR_NOMEM) {
+    if (st == SWA_ERR_UNSUPPORTED && (!c->expect_error[0] || (named >= 0 && c->expect_skip[named][0]))) {
+        /* a refusal at plan or run time is a skip, judged as one; where the
+         * case pins a refusal (expect_error), that decides instead, except
+         * for a backend whose skip the case expects */
+        judge_skip(c, b, r);
+    } else if (c->expect_error[0] && st != SWA_ERR_DEVICE && st != SWA_ERR_NOMEM) {
         /* the case pins a refusal: the right error is a pass */
         if (strstr(err.message, c->expect_error)) {
             r->outcome = SWA_OUTCOME_PASSED;

@@ -650,7 +650,7 @@ int swa_run_selected(const swa_run_config *cfg, const swa_case_list *all, const 
             return SWA_EXIT_USAGE;
         }
         swa_error err = {0};
-        ls.report = swa_report_open(report_dir, &rr->env, &err);
+        ls.report = swa_report_open_selection(report_dir, &rr->env, &rr->selection, &err);
         if (!ls.report) {
             fprintf(stderr, "swadiff: --report %s: %s\n", report_dir, err.message);
             close(lock_fd);
@@ -705,7 +705,9 @@ int swa_run_selected(const swa_run_config *cfg, const swa_case_list *all, const 
         swa_error err = {0};
         if (swa_report_finish(ls.report, rr, &err) != SWA_OK) {
             fprintf(stderr, "swadiff: --report %s: %s\n", report_dir, err.message);
-            if (rr->exitcode == SWA_EXIT_OK)
+            /* a report that cannot be written is a runtime error (3
+             * outranks 5 and 0, not a mismatch) */
+            if (rr->exitcode == SWA_EXIT_OK || rr->exitcode == SWA_EXIT_NOTHING_COMPARED)
                 rr->exitcode = SWA_EXIT_RUNTIME;
         }
     }

@@ -3,6 +3,10 @@
  * naming the inputs (exit 2) before it can count a result twice, mix
  * versions, allocate absurd sizes or print a terminal escape; an incomplete
  * or failed shard never merges into a green run (issue "Truthful runs").
+ * Shard sets (report 1.4 records each shard's --shard I/N and selection):
+ * a missing shard, two N, one I twice, two selections, a report without a
+ * shard and forged shard fields are refused naming the files;
+ * --allow-missing merges a set with gaps into an incomplete report (exit 3).
  *
  * Reports come from the shared fixture (tests/test_report_fixture.h),
  * written with swa_report_write_all and edited as JSON where a test forges
@@ -41,6 +45,8 @@ static void two_shards(char *a, char *b, size_t n, int split)
     sb.count = rr.count - split;
     sb.started = rr.started + 100;
     snprintf(sb.env.host, sizeof sb.env.host, "ci-runner-8");
+    fix_selection(&sa.selection, 1, 2);
+    fix_selection(&sb.selection, 2, 2);
     write_shard(&sa, a, n);
     write_shard(&sb, b, n);
     swa_run_results_free(&rr);
@@ -105,6 +111,7 @@ Test(adversarial_merge, copy_of_a_shard_is_refused)
     swa_run_results rr;
     fix_results(&rr);
     rr.count = 3; /* exactly shard a, written again elsewhere */
+    fix_selection(&rr.selection, 1, 2);
     write_shard(&rr, copy, sizeof copy);
     rr.count = 6;
     swa_run_results_free(&rr);
@@ -127,6 +134,8 @@ Test(adversarial_merge, overlapping_shards_are_refused)
     sb.items = rr.items + 2; /* result 2 in both */
     sb.count = rr.count - 2;
     sb.started = rr.started + 50;
+    fix_selection(&sa.selection, 1, 2);
+    fix_selection(&sb.selection, 2, 2);
     char a[300], b[300], out_dir[256];
     write_shard(&sa, a, sizeof a);
     write_shard(&sb, b, sizeof b);
@@ -351,6 +360,8 @@ Test(adversarial_merge, incomplete_shard_makes_the_merge_incomplete)
     sb.items = rr.items + 5;
     sb.count = 1;
     sb.started += 100;
+    fix_selection(&sa.selection, 1, 2);
+    fix_selection(&sb.selection, 2, 2);
     sb.incomplete = true;
     snprintf(sb.incomplete_reason, sizeof sb.incomplete_reason, "interrupted by signal 15 (Terminated)");
     char a[300], b[300], out_dir[256], path[300];
@@ -374,7 +385,7 @@ Test(adversarial_merge, incomplete_shard_makes_the_merge_incomplete)
     char dir[256];
     fix_tmpdir(dir, sizeof dir);
     swa_error err = {0};
-    swa_report *rep = swa_report_open(dir, &sb.env, &err);
+    swa_report *rep = swa_report_open_selection(dir, &sb.env, &sb.selection, &err);
     cr_assert_not_null(rep, "%s", err.message);
     cr_assert_eq(swa_report_add(rep, &sb.items[0], &err), SWA_OK, "%s", err.message);
     cr_assert_eq(swa_report_close(rep, 0, &err), SWA_OK, "%s", err.message);
@@ -418,4 +429,237 @@ Test(adversarial_merge, disjoint_shards_of_one_run_merge)
     cr_expect_eq(m.count, 6);
     cr_expect_not(m.incomplete, "%s", m.incomplete_reason);
     swa_run_results_free(&m);
+}
+
+/* ---- shard sets (report 1.4: every report records --shard I/N and its
+ * selection) ----------------------------------------------------------------------- */
+
+/* merge with options (--allow-missing) in this process; the exit code */
+static int merge_opts(const char *opt, const char *const *inputs, int ninputs, char *out_dir, size_t n)
+{
+    fix_tmpdir(out_dir, n);
+    char *argv[16] = {"merge", (char *)opt, out_dir};
+    int k = 3;
+    for (int i = 0; i < ninputs && k < 15; i++)
+        argv[k++] = (char *)inputs[i];
+    argv[k] = NULL;
+    fflush(stdout);
+    return swa_merge_main(k, argv);
+}
+
+/* Shard `index` of `count` holding the fixture's result `item`. */
+static void one_result_shard(int item, int index, int count, char *path, size_t n)
+{
+    swa_run_results rr;
+    fix_results(&rr);
+    swa_run_results s = rr;
+    s.items = rr.items + item;
+    s.count = 1;
+    s.started = rr.started + 10 * index;
+    s.exitcode = swa_run_results_summary(&s, NULL, NULL, NULL, NULL);
+    fix_selection(&s.selection, index, count);
+    write_shard(&s, path, n);
+    swa_run_results_free(&rr);
+}
+
+/* A lost shard: refused (exit 2) naming the missing index, no report
+ * written; with --allow-missing the merge is written, marked incomplete
+ * with the missing index, and exits 3 although every result given passed. */
+Test(adversarial_merge, missing_shard_is_refused_unless_allow_missing)
+{
+    char a[300], c[300], out[8192], out_dir[256], path[300];
+    one_result_shard(1, 1, 3, a, sizeof a); /* the decode pass */
+    one_result_shard(5, 3, 3, c, sizeof c); /* the skip */
+    const char *inputs[] = {a, c};
+    int rc = merge_cli(out, sizeof out, inputs, 2);
+    cr_expect_eq(rc, SWA_EXIT_USAGE, "exit %d\n%s", rc, out);
+    cr_expect(strstr(out, "the shard set is incomplete: shard 2 of 3 is missing (2 of 3 given") &&
+                  strstr(out, "--allow-missing"),
+              "the refusal should name the missing shard and the way out:\n%s", out);
+    cr_expect_eq(merge_here(inputs, 2, out_dir, sizeof out_dir), SWA_EXIT_USAGE);
+    snprintf(path, sizeof path, "%s/report.json", out_dir);
+    cr_expect_neq(access(path, F_OK), 0, "a refused merge must write no report");
+
+    rc = merge_opts("--allow-missing", inputs, 2, out_dir, sizeof out_dir);
+    cr_expect_eq(rc, SWA_EXIT_RUNTIME, "an incomplete merge must not be green: exit %d", rc);
+    snprintf(path, sizeof path, "%s/report.json", out_dir);
+    swa_run_results m = {0};
+    swa_error err = {0};
+    cr_assert_eq(swa_report_read(path, &m, &err), SWA_OK, "%s", err.message);
+    cr_expect(m.incomplete, "the merged report should say incomplete");
+    cr_expect(strstr(m.incomplete_reason, "merged with --allow-missing: shard 2 of 3 missing"), "%s",
+              m.incomplete_reason);
+    cr_expect_eq(m.exitcode, SWA_EXIT_RUNTIME);
+    cr_expect_eq(m.count, 2);
+    swa_run_results_free(&m);
+}
+
+/* Shards of two runs: two values of N, or the same I twice, are refused
+ * with or without --allow-missing, naming both inputs. */
+Test(adversarial_merge, two_values_of_n_or_one_index_twice_are_refused)
+{
+    char a[300], b[300], out[8192], out_dir[256];
+    one_result_shard(1, 1, 2, a, sizeof a);
+    one_result_shard(5, 2, 3, b, sizeof b);
+    const char *inputs[] = {a, b};
+    int rc = merge_cli(out, sizeof out, inputs, 2);
+    cr_expect_eq(rc, SWA_EXIT_USAGE, "exit %d\n%s", rc, out);
+    cr_expect(strstr(out, "input 2") && strstr(out, b) && strstr(out, "is shard 2 of 3, input 1") && strstr(out, a) &&
+                  strstr(out, "shard 1 of 2: the shards of one run share N"),
+              "both inputs and both N should be named:\n%s", out);
+    cr_expect_eq(merge_opts("--allow-missing", inputs, 2, out_dir, sizeof out_dir), SWA_EXIT_USAGE);
+
+    one_result_shard(5, 1, 2, b, sizeof b); /* another result, but shard 1 again */
+    rc = merge_cli(out, sizeof out, inputs, 2);
+    cr_expect_eq(rc, SWA_EXIT_USAGE, "exit %d\n%s", rc, out);
+    cr_expect(strstr(out, "are both shard 1 of 2"), "%s", out);
+    cr_expect_eq(merge_opts("--allow-missing", inputs, 2, out_dir, sizeof out_dir), SWA_EXIT_USAGE);
+}
+
+/* Two selections: each field that decides the case set, changed in shard
+ * 2 alone, is refused, naming the file and what differs. */
+struct selection_edit {
+    char field[24];
+    char value[48];
+    char message[96];
+};
+
+ParameterizedTestParameters(adversarial_merge, two_selections_are_refused)
+{
+    static struct selection_edit params[] = {
+        {"case_files_digest", "00000000000000ff", "other case files (content digest 00000000000000ff vs 0123456789abcdef"},
+        {"case_ids_digest", "00000000000000ff", "other cases selected (6 cases, ids digest 00000000000000ff vs 6 cases"},
+        {"cases_selected", "7", "other cases selected (7 cases"},
+        {"filters", "decode/*", "other --filter values (decode/* vs (none))"},
+        {"backends", "decode_fa2", "other --backend (decode_fa2 vs (each case's own))"},
+        {"external_backends", "minimal:exact", "other plug-in / adapter backends (minimal:exact vs (none))"},
+        {"mutant", "left_bound_minus1", "another --mutant (left_bound_minus1 vs (none))"},
+        {"device", "cuda", "another device (cuda vs host)"},
+    };
+    return cr_make_param_array(struct selection_edit, params, sizeof params / sizeof params[0]);
+}
+
+ParameterizedTest(struct selection_edit *p, adversarial_merge, two_selections_are_refused)
+{
+    char a[300], b[300], out[8192], out_dir[256];
+    two_shards(a, b, sizeof a, 3);
+    cJSON *j = fix_load_json(b);
+    cJSON *sel = cJSON_GetObjectItem(j, "selection");
+    cJSON *v = !strcmp(p->field, "cases_selected") ? cJSON_CreateNumber(atoi(p->value))
+             : !strcmp(p->field, "filters") || !strcmp(p->field, "external_backends")
+                 ? cJSON_CreateStringArray((const char *const[]){p->value}, 1)
+                 : cJSON_CreateString(p->value);
+    cr_assert(cJSON_ReplaceItemInObject(sel, p->field, v), "fixture: no selection.%s", p->field);
+    fix_save_json(b, j);
+    cJSON_Delete(j);
+    const char *inputs[] = {a, b};
+    int rc = merge_cli(out, sizeof out, inputs, 2);
+    cr_expect_eq(rc, SWA_EXIT_USAGE, "%s: exit %d\n%s", p->field, rc, out);
+    cr_expect(strstr(out, b) && strstr(out, "selected differently from input 1") && strstr(out, p->message),
+              "%s: expected the file and \"%s\" in:\n%s", p->field, p->message, out);
+    cr_expect_eq(merge_opts("--allow-missing", inputs, 2, out_dir, sizeof out_dir), SWA_EXIT_USAGE, "%s", p->field);
+    /* the case paths as typed are not compared: checkouts differ */
+    if (!strcmp(p->field, "device")) {
+        two_shards(a, b, sizeof a, 3);
+        j = fix_load_json(b);
+        cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, "selection"), "cases",
+                                  cJSON_CreateStringArray((const char *const[]){"/builds/x/cases"}, 1));
+        fix_save_json(b, j);
+        cJSON_Delete(j);
+        cr_expect_eq(merge_cli(out, sizeof out, inputs, 2), SWA_EXIT_MISMATCH, "%s", out);
+    }
+}
+
+/* A report that records no shard (written before report 1.4, or not by
+ * `swadiff run`): refused by name, since nobody can tell whether its set is
+ * complete; --allow-missing merges it into an incomplete report. */
+Test(adversarial_merge, report_without_shard_is_refused_unless_allow_missing)
+{
+    char a[300], b[300], out[8192], out_dir[256], path[300];
+    two_shards(a, b, sizeof a, 3);
+    cJSON *j = fix_load_json(b);
+    cJSON_DeleteItemFromObject(j, "shard");
+    cJSON_DeleteItemFromObject(j, "selection");
+    cJSON_ReplaceItemInObject(j, "report_version", cJSON_CreateString("1.3"));
+    fix_save_json(b, j);
+    cJSON_Delete(j);
+    const char *inputs[] = {a, b};
+    int rc = merge_cli(out, sizeof out, inputs, 2);
+    cr_expect_eq(rc, SWA_EXIT_USAGE, "exit %d\n%s", rc, out);
+    cr_expect(strstr(out, "input 2") && strstr(out, b) && strstr(out, "records no \"shard\""), "%s", out);
+    rc = merge_opts("--allow-missing", inputs, 2, out_dir, sizeof out_dir);
+    cr_expect_eq(rc, SWA_EXIT_MISMATCH, "the fixture's mismatches still decide: exit %d", rc);
+    snprintf(path, sizeof path, "%s/report.json", out_dir);
+    swa_run_results m = {0};
+    swa_error err = {0};
+    cr_assert_eq(swa_report_read(path, &m, &err), SWA_OK, "%s", err.message);
+    cr_expect(m.incomplete && strstr(m.incomplete_reason, "records no shard"), "%s", m.incomplete_reason);
+    swa_run_results_free(&m);
+}
+
+/* Forged shard fields are refused by the reader, naming the file and key. */
+struct forged_shard {
+    char object[12];
+    char key[24];
+    char value[24];
+    bool number;
+    char message[96];
+};
+
+ParameterizedTestParameters(adversarial_merge, forged_shard_fields_are_refused)
+{
+    static struct forged_shard params[] = {
+        {"shard", "index", "3", true, "shard: \"index\": expected an integer in [1, 2] (the count), got 3"},
+        {"shard", "count", "0", true, "shard: \"count\": expected an integer in [1, 1000000], got 0"},
+        {"shard", "index", "1.5", true, "shard: \"index\": expected an integer"},
+        {"selection", "case_ids_digest", "xyz", false, "selection: \"case_ids_digest\": expected 16 lower-case hex"},
+        {"selection", "device", "1", true, "selection: \"device\": expected a string"},
+    };
+    return cr_make_param_array(struct forged_shard, params, sizeof params / sizeof params[0]);
+}
+
+ParameterizedTest(struct forged_shard *p, adversarial_merge, forged_shard_fields_are_refused)
+{
+    char a[300], b[300], out_dir[256];
+    two_shards(a, b, sizeof a, 3);
+    cJSON *j = fix_load_json(b);
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, p->object), p->key,
+                              p->number ? cJSON_CreateNumber(atof(p->value)) : cJSON_CreateString(p->value));
+    fix_save_json(b, j);
+    cJSON_Delete(j);
+    swa_run_results rr = {0};
+    swa_error err = {0};
+    cr_expect_neq(swa_report_read(b, &rr, &err), SWA_OK, "%s.%s read back without complaint", p->object, p->key);
+    cr_expect(strstr(err.message, b) && strstr(err.message, p->message), "expected the file and \"%s\" in:\n%s",
+              p->message, err.message);
+    swa_run_results_free(&rr);
+    const char *inputs[] = {a, b};
+    cr_expect_eq(merge_here(inputs, 2, out_dir, sizeof out_dir), SWA_EXIT_USAGE);
+}
+
+/* A merge of shards whose results are all skips compared nothing: 5. */
+Test(adversarial_merge, a_merge_of_skips_only_exits_5)
+{
+    char a[300], b[300], out_dir[256];
+    one_result_shard(5, 1, 2, a, sizeof a);
+    one_result_shard(5, 2, 2, b, sizeof b);
+    /* the second shard holds the same skip under another id */
+    cJSON *j = fix_load_json(b);
+    cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "cases"), 0);
+    cJSON_ReplaceItemInObject(c0, "id", cJSON_CreateString("models/gemma3_1b:prompt=3000"));
+    fix_save_json(b, j);
+    cJSON_Delete(j);
+    const char *inputs[] = {a, b};
+    cr_expect_eq(merge_here(inputs, 2, out_dir, sizeof out_dir), SWA_EXIT_NOTHING_COMPARED);
+}
+
+/* The usage: --help is 0, an unknown option 2. */
+Test(adversarial_merge, merge_options)
+{
+    char *help[] = {"merge", "--help", NULL};
+    cr_expect_eq(swa_merge_main(2, help), SWA_EXIT_OK);
+    char *bad[] = {"merge", "--allow-everything", "out", "a.json", NULL};
+    cr_expect_eq(swa_merge_main(4, bad), SWA_EXIT_USAGE);
+    char *none[] = {"merge", "--allow-missing", "out", NULL};
+    cr_expect_eq(swa_merge_main(3, none), SWA_EXIT_USAGE);
 }

@@ -232,8 +232,13 @@ Test(adversarial_run, an_all_skipped_run_says_nothing_was_compared)
     cr_assert(f);
     fputs("{\"name\": \"fp32\", \"requests\": [{\"qo_len\": 1, \"kv_len\": 64}], \"num_qo_heads\": 2,"
           " \"num_kv_heads\": 1, \"head_dim\": 64, \"dtype\": \"fp32\", \"window_left\": 7,"
-          " \"backends\": [\"decode_fa2\", \"decode_aiter\"]}\n", f);
+          " \"backends\": [\"decode_fa2\", \"decode_aiter\"],"
+          " \"expect_skip\": {\"decode_fa2\": \"fp16 and bf16 only\", \"decode_aiter\": \"fp16 and bf16 only\"}}\n", f);
     fclose(f);
-    sh("'%s' run --device host '%s'", SWADIFF_BINARY, path);
+    /* --quiet too: the reasons and the verdict are never dropped */
+    int rc = sh("'%s' run --device host --quiet '%s'", SWADIFF_BINARY, path);
+    cr_expect_eq(rc, 5, "a run that compared nothing must not be green: exit %d\n%s", rc, out);
     cr_expect(strstr(out, "NOTHING COMPARED: all 2 results were skipped"), "%s", out);
+    cr_expect(strstr(out, "expected skip: decode_aiter runs fp16 and bf16 only"), "the reasons: %s", out);
+    cr_expect(strstr(out, "NOTHING COMPARED: 0 passed, 0 failed, 0 errors, 2 skipped"), "the verdict: %s", out);
 }

@@ -46,6 +46,22 @@ ParameterizedTestParameters(case_load, malformed_file_is_located)
          "expected a value or a non-empty list of values to sweep, got an empty list"},
         {"gqa_not_multiple.json", 4, 19, "/num_qo_heads",
          "expected a multiple of num_kv_heads (4), got 6"},
+        {"expect_skip_unknown_backend.json", 7, 19, "/expect_skip/triton",
+         "expected a backend name (\"prefill\", \"decode_fa2\", \"decode_aiter\" or \"decode_auto\"), got \"triton\""},
+        {"expect_skip_not_run.json", 7, 48, "/expect_skip/decode_aiter",
+         "expected a backend this case runs (its \"backends\": \"decode_fa2\"), got \"decode_aiter\": an expected skip "
+         "of a backend that never runs the case cannot be checked"},
+        {"expect_skip_defaults_not_run.json", 7, 21, "/defaults/expect_skip/decode_aiter",
+         "expected a backend this case runs (case \"fa2_only\" inherits it and has \"backends\": \"decode_fa2\"), got "
+         "\"decode_aiter\": an expected skip of a backend that never runs the case cannot be checked"},
+        {"expect_skip_not_object.json", 7, 18, "/expect_skip",
+         "expected an object of backend names to the text their skip reason contains, e.g. {\"decode_aiter\": "
+         "\"head_dim 96\"}, got a list (expect_skip cannot be swept)"},
+        {"expect_skip_no_backend.json", 7, 18, "/expect_skip",
+         "expected an object of backend names to the text their skip reason contains, e.g. {\"decode_aiter\": "
+         "\"head_dim 96\"}, got an object with no backend"},
+        {"expect_skip_empty_reason.json", 9, 21, "/expect_skip/decode_aiter",
+         "expected a non-empty string of at most 63 characters that decode_aiter's skip reason must contain, got \"\""},
         {"graph_capture_too_large.json", 7, 29, "/graph_capture_requests",
          "expected graph_capture_requests other than the number of requests (4): fewer (capture the first ones, replay the larger batch) or more (capture that many placeholder requests, replay the live batch padded to it), got 4"},
         {"graph_without_capture.json", 6, 17, "/cuda_graph",

@@ -127,6 +127,9 @@ Test(case_sweep, every_field_read)
     cr_expect_eq(c->graph_capture_requests, 2);
     cr_expect(c->return_lse);
     cr_expect_str_eq(c->expect_error, "CUDA-graph");
+    for (int k = 0; k < SWA_BACKEND_COUNT; k++)
+        cr_expect_str_eq(c->expect_skip[k], k == SWA_BACKEND_INDEX_DECODE_FA2 ? "no fp64 path" : "",
+                         "expect_skip of %s", swa_backend_names[k]);
     swa_case_list_free(&list);
 }
 
@@ -326,6 +329,8 @@ static void expect_same_case(const swa_case *a, const swa_case *b)
     cr_expect(a->cuda_graph == b->cuda_graph && a->graph_capture_requests == b->graph_capture_requests &&
                   a->return_lse == b->return_lse && strcmp(a->expect_error, b->expect_error) == 0,
               "%s: run options", a->id);
+    for (int k = 0; k < SWA_BACKEND_COUNT; k++)
+        cr_expect_str_eq(b->expect_skip[k], a->expect_skip[k], "%s: expect_skip of %s", a->id, swa_backend_names[k]);
 }
 
 Test(case_sweep, write_json_round_trip)
@@ -491,6 +496,15 @@ Test(case_sweep, schema_backend_enum_equals_the_backend_table)
             cr_expect_eq(registry[i]->flag, 1u << i, "registry[%d] flag", i);
         }
     }
+    /* expect_skip's keys are the same closed set */
+    cJSON *skip_names = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(props, "expect_skip"), "propertyNames"),
+        "enum");
+    cr_assert(cJSON_IsArray(skip_names), "schema: $defs/caseKeys/properties/expect_skip/propertyNames/enum missing");
+    cr_expect_eq(cJSON_GetArraySize(skip_names), SWA_BACKEND_COUNT);
+    i = 0;
+    for (cJSON *e = skip_names->child; e && i < SWA_BACKEND_COUNT; e = e->next, i++)
+        cr_expect_str_eq(e->valuestring, swa_backend_names[i], "schema expect_skip enum[%d]", i);
     cr_expect_eq(swa_backend_flag_by_name("triton"), 0u);
     char text_names[256];
     swa_backend_names_text(text_names, sizeof text_names);

@@ -157,6 +157,156 @@ Test(cli, bad_shard_is_a_usage_error)
     cr_assert_eq(rc, 2);
 }
 
+/* ---- exit codes and the skip rules ---------------------------------------------
+
+ * A run that compared nothing exits 5 (every result skipped, or none); 1
+ * outranks 3, 3 outranks 5, one pass among skips is 0.  A skip of a backend
+ * the case file names in "backends" fails the result unless the case marks
+ * it with "expect_skip"; an expected skip that does not happen fails too. */
+
+/* A one-case decode file in tmpdir; extra is inserted as further keys. */
+static void write_case(const char *name, const char *dtype, const char *backends, const char *extra, char *path,
+                       size_t n)
+{
+    snprintf(path, n, "%s/%s.json", tmpdir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert(f, "cannot write %s", path);
+    fprintf(f, "{\n  \"name\": \"%s\",\n  \"requests\": [{\"qo_len\": 1, \"kv_len\": 64}],\n"
+               "  \"num_qo_heads\": 4, \"num_kv_heads\": 2, \"head_dim\": 64, \"dtype\": \"%s\",\n"
+               "  \"window_left\": 7,\n  \"backends\": [%s]%s%s\n}\n",
+            name, dtype, backends, extra[0] ? ",\n  " : "", extra);
+    fclose(f);
+}
+
+/* Runs swadiff run with --report tmpdir/<tag> over paths; the exit code. */
+static int run_report(const char *tag, const char *paths, const char *extra, char *out, size_t n)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, SWADIFF_BINARY " run --device host --report %s/%s %s %s", tmpdir, tag, extra, paths);
+    return run(cmd, out, n);
+}
+
+/* The outcome and message of result k of tmpdir/<tag>/report.json. */
+static void result_of(const char *tag, int k, char *outcome, char *message, char *diagnosis, size_t n, int *exitcode)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s/report.json", tmpdir, tag);
+    cJSON *j = read_json(path);
+    cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "cases"), k);
+    cr_assert(c, "%s: no result %d", path, k);
+    snprintf(outcome, n, "%s", cJSON_GetObjectItem(c, "outcome")->valuestring);
+    snprintf(message, n, "%s", cJSON_GetObjectItem(c, "message")->valuestring);
+    cJSON *d = cJSON_GetObjectItem(c, "diagnosis");
+    snprintf(diagnosis, n, "%s", cJSON_IsString(d) ? d->valuestring : "");
+    *exitcode = cJSON_GetObjectItem(j, "exitcode")->valueint;
+    cJSON_Delete(j);
+}
+
+Test(cli, a_run_of_expected_skips_only_exits_5_nothing_compared)
+{
+    char path[512], out[16384], outcome[1024], msg[1024], diag[1024];
+    write_case("fp32", "fp32", "\"decode_fa2\", \"decode_aiter\"",
+               "\"expect_skip\": {\"decode_fa2\": \"no fp32 path\", \"decode_aiter\": \"no fp32 path\"}", path,
+               sizeof path);
+    int rc = run_report("r", path, "", out, sizeof out);
+    cr_expect_eq(rc, 5, "exit %d:\n%s", rc, out);
+    cr_expect(strstr(out, "NOTHING COMPARED: all 2 results were skipped"), "%s", out);
+    cr_expect(strstr(out, "\nNOTHING COMPARED: 0 passed, 0 failed, 0 errors, 2 skipped"), "the verdict line:\n%s", out);
+    int code;
+    result_of("r", 0, outcome, msg, diag, sizeof msg, &code);
+    cr_expect_str_eq(outcome, "skipped");
+    cr_expect(strstr(msg, "expected skip: decode_fa2 runs fp16 and bf16 only"), "%s", msg);
+    cr_expect_eq(code, 5, "report.json exitcode %d", code);
+    char junit[512], *xml = NULL;
+    snprintf(junit, sizeof junit, "cat %s/r/junit.xml", tmpdir);
+    static char text[1 << 16];
+    run(junit, text, sizeof text);
+    xml = strstr(text, "name=\"run_nothing_compared\" value=\"all 2 results were skipped");
+    cr_expect(xml, "junit.xml should say nothing was compared:\n%s", text);
+    snprintf(junit, sizeof junit, "cat %s/r/report.html", tmpdir);
+    run(junit, text, sizeof text);
+    cr_expect(strstr(text, "swadiff: nothing compared (2 results, all skipped)"), "report.html banner");
+}
+
+Test(cli, exit_codes_follow_the_precedence_1_3_5_0)
+{
+    char skips[512], out[16384], paths[2048];
+    write_case("fp32", "fp32", "\"decode_fa2\"", "\"expect_skip\": {\"decode_fa2\": \"no fp32 path\"}", skips,
+               sizeof skips);
+    /* one pass among skips is green */
+    snprintf(paths, sizeof paths, "%s " DATA "/five.json", skips);
+    int rc = run_report("pass", paths, "-q", out, sizeof out);
+    cr_expect_eq(rc, 0, "passes + skips: exit %d:\n%s", rc, out);
+    cr_expect(strstr(out, "\nPASSED: 5 passed, 0 failed, 0 errors, 1 skipped"), "%s", out);
+    /* a mismatch with skips: 1 */
+    rc = run_report("mismatch", paths, "-q --mutant left_bound_minus1", out, sizeof out);
+    cr_expect_eq(rc, 1, "mismatch + skips: exit %d:\n%s", rc, out);
+    /* errors only (every case over a 1-byte device cap), nothing compared:
+     * 3, not 5 (errors and skips: tests/test_external.c) */
+    rc = run("SWADIFF_MAX_DEVICE_BYTES=1 " SWADIFF_BINARY " run --device host -q " DATA "/five.json", out, sizeof out);
+    cr_expect_eq(rc, 3, "errors only: exit %d:\n%s", rc, out);
+    cr_expect(strstr(out, "\nERROR: 0 passed, 0 failed, 5 errors, 0 skipped"), "%s", out);
+}
+
+/* decode_auto routes an fp32 case to decode_aiter, which refuses it: the
+ * case file names decode_auto, so the skip turns the run red. */
+Test(cli, a_skip_of_a_backend_the_case_names_fails_the_result)
+{
+    char path[512], out[16384], outcome[1024], msg[1024], diag[1024];
+    write_case("routed", "fp32", "\"decode_auto\"", "", path, sizeof path);
+    int rc = run_report("r", path, "", out, sizeof out);
+    cr_expect_eq(rc, 1, "exit %d:\n%s", rc, out);
+    int code;
+    result_of("r", 0, outcome, msg, diag, sizeof msg, &code);
+    cr_expect_str_eq(outcome, "failed");
+    cr_expect(strstr(msg, "decode_auto skipped a case whose file names it in \"backends\": decode_auto routes this "
+                          "case to decode_aiter, which cannot run it") && strstr(msg, "\"expect_skip\""),
+              "the message should give the reason and the way out: %s", msg);
+    cr_expect(strstr(diag, "[named_backend_skipped]") == diag, "diagnosis: %s", diag);
+    cr_expect(strstr(out, "FAILED: 0 passed, 1 failed"), "%s", out);
+    cr_expect_eq(code, 1);
+    /* selftest's unmutated pass fails on it too (its kill counts skip skips) */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, SWADIFF_BINARY " selftest --device host --mutant aiter_s_eq_l %s", path);
+    rc = run(cmd, out, sizeof out);
+    cr_expect_eq(rc, 1, "selftest exit %d:\n%s", rc, out);
+    cr_expect(strstr(out, "unmutated: 0 of 1 results passed, 0 skipped as their cases expect — FIRST FAILURE: "
+                          "routed/routed [decode_auto]: decode_auto skipped a case whose file names it"), "%s", out);
+}
+
+Test(cli, an_expected_skip_for_another_reason_or_not_taken_fails)
+{
+    char path[512], out[16384], outcome[1024], msg[1024], diag[1024];
+    int code;
+    /* it skips, but not for the reason the case names */
+    write_case("other_reason", "fp32", "\"decode_fa2\"", "\"expect_skip\": {\"decode_fa2\": \"head_dim 96\"}", path,
+               sizeof path);
+    int rc = run_report("a", path, "-q", out, sizeof out);
+    cr_expect_eq(rc, 1, "exit %d:\n%s", rc, out);
+    result_of("a", 0, outcome, msg, diag, sizeof msg, &code);
+    cr_expect_str_eq(outcome, "failed");
+    cr_expect(strstr(msg, "expected decode_fa2 to skip with a reason containing \"head_dim 96\", but it skipped with: "
+                          "decode_fa2 runs fp16 and bf16 only"), "%s", msg);
+    /* it does not skip at all: the expected skip did not happen */
+    write_case("ran", "fp16", "\"decode_fa2\", \"decode_aiter\"",
+               "\"expect_skip\": {\"decode_aiter\": \"no fp16 path\"}", path, sizeof path);
+    rc = run_report("b", path, "-q", out, sizeof out);
+    cr_expect_eq(rc, 1, "exit %d:\n%s", rc, out);
+    result_of("b", 0, outcome, msg, diag, sizeof msg, &code);
+    cr_expect_str_eq(outcome, "passed", "decode_fa2, not named in expect_skip, runs and passes: %s", msg);
+    result_of("b", 1, outcome, msg, diag, sizeof msg, &code);
+    cr_expect_str_eq(outcome, "failed");
+    cr_expect(strstr(msg, "expected decode_aiter to skip this case (a reason containing \"no fp16 path\"), but it "
+                          "ran (and matched the reference)"), "%s", msg);
+    cr_expect(strstr(diag, "[expected_skip_not_taken]") == diag, "diagnosis: %s", diag);
+    /* a bad expect_skip is a case-file error, located */
+    rc = run(SWADIFF_BINARY " run --device host " SWADIFF_SOURCE_DIR "/tests/data/cases_bad/expect_skip_not_run.json",
+             out, sizeof out);
+    cr_expect_eq(rc, 2, "exit %d:\n%s", rc, out);
+    cr_expect(strstr(out, "expect_skip_not_run.json:7:48: /expect_skip/decode_aiter: expected a backend this case runs"),
+              "%s", out);
+}
+
 Test(cli, missing_gpu_exits_77)
 {
     char out[4096];

@@ -195,6 +195,27 @@ Test(external, plugin_that_returns_an_error_or_refuses)
     cr_expect_eq(count(rep, "error:refuses", "skipped", "head_dim 128 not supported"), 5);
     cJSON_Delete(rep);
 }
+/* External backends run every case and are not named by case files: their
+ * skips stay skips.  A run of nothing but such skips compared nothing
+ * (exit 5); with errors and skips and no comparison it is 3. */
+Test(external, plugin_skips_stay_skips_and_a_run_of_them_exits_5)
+{
+    char args[1024];
+    snprintf(args, sizeof args, "run --device host --plugin %s/liberror.so --backend 'error:refuses' --report %s -q %s",
+             SWADIFF_PLUGIN_DIR, tmpdir, FIVE);
+    int rc = swadiff(NULL, args);
+    cr_expect_eq(rc, 5, "only skips: exit %d (5: nothing compared):\n%s", rc, out);
+    cr_expect(strstr(out, "NOTHING COMPARED: all 5 results were skipped"), "%s", out);
+    cJSON *rep = report();
+    cr_expect_eq(count(rep, "error:refuses", "skipped", "head_dim 128 not supported"), 5);
+    cr_expect_eq(cJSON_GetObjectItem(rep, "exitcode")->valueint, 5);
+    cJSON_Delete(rep);
+    snprintf(args, sizeof args, "run --device host --plugin %s/liberror.so --backend 'error:*' --report %s -q %s",
+             SWADIFF_PLUGIN_DIR, tmpdir, FIVE);
+    rc = swadiff(NULL, args);
+    cr_expect_eq(rc, 3, "errors and skips, nothing compared: exit %d (3 outranks 5):\n%s", rc, out);
+}
+
 Test(external, plugin_writing_nan_fails)
 {
     bad_plugin_run("libnan.so", "nan:nan", "failed", "Mismatched elements: 256 / 256", "", 1);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -159,6 +160,131 @@ Test(jobs, shards_merged_equal_the_unsharded_run)
     free(sb);
     cJSON_Delete(a);
     cJSON_Delete(b);
+    /* and it records what the unsharded run records: shard 1 of 1, the same selection */
+    char path[400];
+    const char *keys[] = {"shard", "selection"};
+    snprintf(path, sizeof path, "%s/report.json", whole);
+    cJSON *jw = read_json_file(path);
+    snprintf(path, sizeof path, "%s/report.json", merged);
+    cJSON *jm = read_json_file(path);
+    for (int k = 0; k < 2; k++) {
+        char *w = cJSON_PrintUnformatted(cJSON_GetObjectItem(jw, keys[k]));
+        char *m = cJSON_PrintUnformatted(cJSON_GetObjectItem(jm, keys[k]));
+        cr_expect(w && m && strcmp(w, m) == 0, "merged %s %s, the unsharded run's %s", keys[k], m ? m : "(none)",
+                  w ? w : "(none)");
+        free(w);
+        free(m);
+    }
+    cJSON_Delete(jw);
+    cJSON_Delete(jm);
+}
+
+/* Each shard's report records --shard I/N and its selection; merge refuses
+ * a set with a shard lost (naming it), and --allow-missing merges what is
+ * there into a report marked incomplete, which exits 3, never 0. */
+Test(jobs, a_lost_shard_is_refused_unless_allow_missing_marks_the_merge_incomplete)
+{
+    char given[1024] = "";
+    for (int i = 1; i <= 4; i++) {
+        char dir[300];
+        snprintf(dir, sizeof dir, "%s/shard-%d", tmpdir, i);
+        cr_assert_eq(sh("'%s' run --device host --shard %d/4 --report '%s' -q %s", SWADIFF_BINARY, i, dir, CASES), 0,
+                     "shard %d: %s", i, out);
+        cJSON *j = NULL;
+        char path[400];
+        snprintf(path, sizeof path, "%s/report.json", dir);
+        j = read_json_file(path);
+        cJSON *shard = cJSON_GetObjectItem(j, "shard");
+        cr_expect_eq(cJSON_GetObjectItem(shard, "index") ? cJSON_GetObjectItem(shard, "index")->valueint : -1, i);
+        cr_expect_eq(cJSON_GetObjectItem(shard, "count") ? cJSON_GetObjectItem(shard, "count")->valueint : -1, 4);
+        cr_expect(cJSON_IsString(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "selection"), "case_ids_digest")),
+                  "shard %d records no selection", i);
+        cJSON_Delete(j);
+        if (i != 3) {
+            size_t len = strlen(given);
+            snprintf(given + len, sizeof given - len, " '%s/report.json'", dir);
+        }
+    }
+    cr_expect_eq(sh("'%s' merge '%s/m'%s", SWADIFF_BINARY, tmpdir, given), 2, "%s", out);
+    cr_expect(strstr(out, "shard 3 of 4 is missing"), "the refusal should name the lost shard:\n%s", out);
+    char path[400];
+    snprintf(path, sizeof path, "%s/m/report.json", tmpdir);
+    cr_expect(access(path, F_OK) != 0, "a refused merge writes no report");
+
+    cr_expect_eq(sh("'%s' merge --allow-missing '%s/m'%s", SWADIFF_BINARY, tmpdir, given), 3, "%s", out);
+    cr_expect(strstr(out, "INCOMPLETE"), "%s", out);
+    cJSON *j = read_json_file(path);
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(j, "incomplete")));
+    cJSON *reason = cJSON_GetObjectItem(j, "incomplete_reason");
+    cr_expect(cJSON_IsString(reason) && strstr(reason->valuestring, "--allow-missing: shard 3 of 4 missing"), "%s",
+              cJSON_IsString(reason) ? reason->valuestring : "(no reason)");
+    cr_expect_eq(cJSON_GetObjectItem(j, "exitcode")->valueint, 3);
+    cJSON_Delete(j);
+
+    /* the complete set merges green; --allow-missing changes nothing then */
+    size_t len = strlen(given);
+    snprintf(given + len, sizeof given - len, " '%s/shard-3/report.json'", tmpdir);
+    cr_expect_eq(sh("'%s' merge --allow-missing '%s/m2'%s", SWADIFF_BINARY, tmpdir, given), 0, "%s", out);
+    snprintf(path, sizeof path, "%s/m2/report.json", tmpdir);
+    j = read_json_file(path);
+    cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(j, "incomplete")));
+    cJSON_Delete(j);
+}
+
+/* The merge commands of the ci/examples/ YAML files, run as written over the layout
+ * the pipelines leave (GitHub: each artifact in shards/<name>/; GitLab:
+ * shard-<i>/ in the job's folder): green with all four shards, red (exit 2,
+ * naming the lost shard) with one lost.  The files are read as YAML, so an
+ * example that stops being valid YAML fails here too. */
+static void merge_command(const char *yml, const char *which, char *cmd, size_t n)
+{
+    char script[400];
+    snprintf(script, sizeof script, "%s/merge_command.py", tmpdir);
+    FILE *f = fopen(script, "w");
+    cr_assert(f, "cannot write %s", script);
+    fputs("import sys, yaml\n"
+          "d = yaml.safe_load(open(sys.argv[1]))\n"
+          "if sys.argv[2] == 'github':\n"
+          "    print([s['run'] for s in d['jobs']['merge']['steps'] if s.get('name') == 'merge'][0])\n"
+          "else:\n"
+          "    print([l for l in d['swadiff:merge']['script'] if 'swadiff merge' in l][0])\n", f);
+    fclose(f);
+    /* the first python3 with yaml: PATH's, else Debian's (ci/setup-deps.sh installs python3-yaml) */
+    int rc = sh("for p in python3 /usr/bin/python3; do if $p -c 'import yaml' 2>/dev/null; then exec $p '%s' '%s' %s; "
+                "fi; done; echo 'no python3 with the yaml module'; exit 9", script, yml, which);
+    cr_assert_eq(rc, 0, "%s: no merge command found:\n%s", yml, out);
+    snprintf(cmd, n, "%s", out);
+    cmd[strcspn(cmd, "\n")] = '\0';
+    cr_assert(strstr(cmd, "swadiff merge") && !strstr(cmd, "--allow-missing"), "%s: merge command \"%s\"", yml, cmd);
+}
+
+Test(jobs, ci_examples_turn_red_when_a_shard_is_lost)
+{
+    static const struct { const char *file, *which, *shard_dir; } examples[] = {
+        {SWADIFF_SOURCE_DIR "/ci/examples/github-actions.yml", "github", "shards/swadiff-shard-%d"},
+        {SWADIFF_SOURCE_DIR "/ci/examples/gitlab-ci.yml", "gitlab", "shard-%d"},
+    };
+    for (int i = 1; i <= 4; i++)
+        cr_assert_eq(sh("'%s' run --device host --shard %d/4 --report '%s/run-%d' -q %s", SWADIFF_BINARY, i, tmpdir, i,
+                        CASES), 0, "shard %d: %s", i, out);
+    for (int e = 0; e < 2; e++) {
+        char cmd[1024], job[400], sub[64];
+        merge_command(examples[e].file, examples[e].which, cmd, sizeof cmd);
+        snprintf(job, sizeof job, "%s/%s", tmpdir, examples[e].which);
+        cr_assert_eq(sh("mkdir -p '%s/build' && ln -s '%s' '%s/build/swadiff'", job, SWADIFF_BINARY, job), 0, "%s", out);
+        for (int i = 1; i <= 4; i++) {
+            snprintf(sub, sizeof sub, examples[e].shard_dir, i);
+            cr_assert_eq(sh("mkdir -p \"$(dirname '%s/%s')\" && cp -r '%s/run-%d' '%s/%s'", job, sub, tmpdir, i, job,
+                            sub), 0, "%s", out);
+        }
+        cr_expect_eq(sh("cd '%s' && %s", job, cmd), 0, "%s: `%s` with every shard:\n%s", examples[e].file, cmd, out);
+        snprintf(sub, sizeof sub, examples[e].shard_dir, 2);
+        cr_assert_eq(sh("rm -rf '%s/%s' '%s/merged'", job, sub, job), 0, "%s", out);
+        int rc = sh("cd '%s' && %s", job, cmd);
+        cr_expect_eq(rc, 2, "%s: `%s` with shard 2 lost exited %d:\n%s", examples[e].file, cmd, rc, out);
+        cr_expect(strstr(out, "shard 2 of 4 is missing"), "%s: the failure should name the lost shard:\n%s",
+                  examples[e].file, out);
+    }
 }
 
 /* `bench --harness` runs its generated matrix through the real loop for

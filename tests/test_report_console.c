@@ -111,6 +111,38 @@ Test(report_console, github_step_summary_markdown)
     swa_run_results_free(&rr);
 }
 
+/* A run whose results are all skips checked no kernel: the verdict line
+ * says NOTHING COMPARED (exit 5), the Markdown says so, never "all passed";
+ * a run with no result at all says it too. */
+Test(report_console, all_skipped_run_is_nothing_compared_not_passed)
+{
+    char dir[256], path[300];
+    fix_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/step_summary.md", dir);
+    setenv("GITHUB_STEP_SUMMARY", path, 1);
+    swa_run_results rr;
+    fix_results(&rr);
+    swa_run_results skips = rr;
+    skips.items = rr.items + 5; /* the skip */
+    skips.count = 1;
+    cr_expect_eq(swa_run_results_summary(&skips, NULL, NULL, NULL, NULL), SWA_EXIT_NOTHING_COMPARED);
+    char *out = console_run(&skips, false, NULL);
+    unsetenv("GITHUB_STEP_SUMMARY");
+    cr_expect(strstr(out, "NOTHING COMPARED: all 1 results were skipped; this run checked no kernel") != NULL, "%s", out);
+    cr_expect(strstr(out, "\nNOTHING COMPARED: 0 passed, 0 failed, 0 errors, 1 skipped in 12.5 s") != NULL, "%s", out);
+    cr_expect(strstr(out, "PASSED") == NULL, "%s", out);
+    char *md = fix_read_file(path);
+    cr_expect(md && strstr(md, "## swadiff: nothing compared") != NULL, "%s", md ? md : "(no summary)");
+    free(md);
+    free(out);
+    skips.count = 0;
+    cr_expect_eq(swa_run_results_summary(&skips, NULL, NULL, NULL, NULL), SWA_EXIT_NOTHING_COMPARED);
+    out = console_run(&skips, false, NULL);
+    cr_expect(strstr(out, "NOTHING COMPARED: the run has no result") != NULL, "%s", out);
+    free(out);
+    swa_run_results_free(&rr);
+}
+
 /* 300 red results are usually two bugs: the summary groups failures by the
  * diagnosis family explain named, largest group first. */
 Test(report_console, failures_grouped_by_diagnosis)

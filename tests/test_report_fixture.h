@@ -148,6 +148,20 @@ static __attribute__((unused)) void fix_environment(swa_environment *env)
     snprintf(env->command_line, sizeof env->command_line, "swadiff run cases/ --report out");
 }
 
+/* What a `swadiff run cases/ --shard I/N` records (report 1.4): the
+ * fixture's results are one unsharded run (1/1) of this selection. */
+static __attribute__((unused)) void fix_selection(swa_selection *sel, int index, int count)
+{
+    memset(sel, 0, sizeof *sel);
+    sel->shard_index = index;
+    sel->shard_count = count;
+    sel->cases_selected = 6;
+    snprintf(sel->case_files_digest, sizeof sel->case_files_digest, "0123456789abcdef");
+    snprintf(sel->case_ids_digest, sizeof sel->case_ids_digest, "fedcba9876543210");
+    snprintf(sel->paths, sizeof sel->paths, "cases/");
+    snprintf(sel->device, sizeof sel->device, "host");
+}
+
 /* The six results every report test uses, in run order. */
 static __attribute__((unused)) void fix_results(swa_run_results *rr)
 {
@@ -163,6 +177,7 @@ static __attribute__((unused)) void fix_results(swa_run_results *rr)
     };
     memset(rr, 0, sizeof *rr);
     fix_environment(&rr->env);
+    fix_selection(&rr->selection, 1, 1);
     rr->started = 1764493224.0; /* 2025-11-30T09:00:24Z */
     rr->duration = 12.5;
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {

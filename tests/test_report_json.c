@@ -248,6 +248,8 @@ Test(report_json, merge_combines_shards)
     b.count = rr.count - 3;
     b.started = rr.started + 100;
     snprintf(b.env.host, sizeof b.env.host, "ci-runner-8");
+    fix_selection(&a.selection, 1, 2);
+    fix_selection(&b.selection, 2, 2);
     char dir_a[256], dir_b[256], out_dir[256], pa[300], pb[300], merged[300];
     write_report(&a, dir_a, sizeof dir_a);
     write_report(&b, dir_b, sizeof dir_b);
@@ -270,6 +272,13 @@ Test(report_json, merge_combines_shards)
     cr_expect_float_eq(m.duration, 100 + rr.duration, 1e-6, "duration %g", m.duration);
     cr_expect_str_eq(m.env.host, "ci-runner-7,ci-runner-8");
     cr_expect_not_null(m.items[0].cmp.row_head_ratio, "heatmap data survives the merge");
+    /* the complete set is the unsharded run of the same selection */
+    cr_expect(m.selection.shard_index == 1 && m.selection.shard_count == 1, "merged shard %d/%d",
+              m.selection.shard_index, m.selection.shard_count);
+    cr_expect_str_eq(m.selection.case_files_digest, "0123456789abcdef");
+    cr_expect_str_eq(m.selection.case_ids_digest, "fedcba9876543210");
+    cr_expect_eq(m.selection.cases_selected, 6);
+    cr_expect_not(m.incomplete, "%s", m.incomplete_reason);
     for (const char *name = "junit.xml"; name; name = strcmp(name, "junit.xml") ? NULL : "report.html") {
         char path[300];
         snprintf(path, sizeof path, "%s/%s", out_dir, name);

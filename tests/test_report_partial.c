@@ -17,7 +17,7 @@ static void run_and_die(const char *dir, double flush_interval)
     swa_run_results rr;
     fix_results(&rr);
     swa_error err = {0};
-    swa_report *rep = swa_report_open(dir, &rr.env, &err);
+    swa_report *rep = swa_report_open_selection(dir, &rr.env, &rr.selection, &err);
     if (!rep) {
         fprintf(stderr, "child: %s\n", err.message);
         _exit(10);
@@ -91,6 +91,10 @@ Test(report_partial, killed_run_leaves_every_finished_result)
     cr_assert_eq(swa_report_read(path, &back, &err), SWA_OK, "%s", err.message);
     cr_expect_eq(back.count, 3);
     cr_expect_str_eq(back.env.host, "ci-runner-7");
+    /* the header carries the shard (report 1.4): a killed shard still merges into its set */
+    cr_expect(back.selection.shard_index == 1 && back.selection.shard_count == 1, "shard %d/%d",
+              back.selection.shard_index, back.selection.shard_count);
+    cr_expect_str_eq(back.selection.case_files_digest, "0123456789abcdef");
     swa_run_results_free(&back);
 
     /* every rewrite finished with its rename: no temporary file is left */
