@@ -9,7 +9,9 @@
  *  - every broken plug-in (tests/plugins/) and misbehaving adapter
  *    (tests/data/adapters/misbehave.py) costs its own results only, each an
  *    error (or a failure, for wrong numbers) that names the cause, while the
- *    built-in backend of the same run passes.
+ *    built-in backend of the same run passes;
+ *  - a plug-in built for ABI version 1 still loads; impossible tile-shape
+ *    declarations (plug-in ABI 2, adapter hello) are refused by name.
  *
  * Runs the built binary (SWADIFF_BINARY); plug-ins come from
  * SWADIFF_PLUGIN_DIR (built by tests/CMakeLists.txt). */
@@ -161,6 +163,10 @@ Test(external, plugin_without_entry_point) { broken_plugin("libno_entry.so", "no
 Test(external, plugin_entry_returns_null) { broken_plugin("libnull_table.so", "null_table", "returned NULL"); }
 Test(external, plugin_with_bad_table) { broken_plugin("libbad_table.so", "bad_table", "has a name with characters"); }
 Test(external, plugin_file_missing) { broken_plugin("libdoes_not_exist.so", "does_not_exist", "cannot load"); }
+Test(external, plugin_declaring_impossible_tiles)
+{
+    broken_plugin("libbad_tiles.so", "bad_tiles", "backend 0 (\"tiled\") declares a KV-tile width of 0");
+}
 
 /* A plug-in backend that misbehaves at run time: its results say so; the
  * other results are untouched. */
@@ -219,7 +225,7 @@ static void bad_adapter(const char *mode, const char *outcome, const char *cause
     cr_expect_eq(rc, want_rc, "%s: exit %d:\n%s", mode, rc, out);
     cJSON *rep = report();
     char name[64];
-    snprintf(name, sizeof name, "bad:%s", strcmp(mode, "badhello") ? mode : "*");
+    snprintf(name, sizeof name, "bad:%s", strcmp(mode, "badhello") && strcmp(mode, "badtiles") ? mode : "*");
     cr_expect_eq(count(rep, name, outcome, cause), 5, "%s: five %s results naming \"%s\"", name, outcome, cause);
     cr_expect_eq(count(rep, "decode_fa2", "passed", NULL), 5, "%s: decode_fa2 still passes", mode);
     cJSON_Delete(rep);
@@ -235,6 +241,28 @@ Test(external, adapter_output_of_wrong_dtype) { bad_adapter("dtype", "error", "i
 Test(external, adapter_output_nan_fails) { bad_adapter("nan", "failed", "Mismatched elements: 256 / 256", "", 1); }
 Test(external, adapter_reports_an_error) { bad_adapter("error", "error", "simulated: CUDA out of memory", "", 3); }
 Test(external, adapter_with_wrong_protocol_version) { bad_adapter("badhello", "error", "\"protocol\": 1", "", 3); }
+Test(external, adapter_declaring_impossible_tiles)
+{
+    bad_adapter("badtiles", "error", "KV-tile width of 0", "", 3);
+    /* each malformed declaration is refused at registration, naming what was expected */
+    static const char *const bad[][2] = {
+        /* the JSON (quoted for /bin/sh -c within double quotes), the message */
+        {"[64]", "\"tiles\" must be an object"},
+        {"{\\\"q_rows\\\": 64}", "\"tiles\".q_rows must be a list of at most 4 integers"},
+        {"{\\\"q_rows\\\": [16, 32, 64, 128, 256]}", "\"tiles\".q_rows must be a list of at most 4 integers"},
+        {"{\\\"kv_keys\\\": [32.5]}", "\"tiles\".kv_keys must hold integers"},
+        {"{\\\"q_rows\\\": [0]}", "declares a query-tile height of 0"},
+        {"{\\\"gqa_packed\\\": 1}", "\"tiles\".gqa_packed must be true or false"},
+        {"{\\\"tile_q\\\": [64]}", "\"tiles\" has an unknown key \"tile_q\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char args[1024];
+        snprintf(args, sizeof args, "run --device host --adapter 'bad=%s badtiles \"%s\"' %s", MISBEHAVE,
+                 bad[i][0], FIVE);
+        cr_expect_eq(swadiff(NULL, args), 3, "%s: exit:\n%s", bad[i][0], out);
+        cr_expect(strstr(out, bad[i][1]), "%s: no \"%s\" in:\n%s", bad[i][0], bad[i][1], out);
+    }
+}
 
 Test(external, command_line_errors_are_usage_errors)
 {
@@ -266,5 +294,47 @@ Test(external, reproduce_command_registers_the_plugin_again)
     snprintf(cmd, sizeof cmd, "%s", strstr(repro, " run ") + 1);
     cr_expect_eq(swadiff(NULL, cmd), 1, "rerun: %s\n%s", cmd, out);
     cr_expect(strstr(out, "0 passed, 1 failed"), "the rerun is that one result: %s", out);
+    cJSON_Delete(rep);
+}
+
+/* ---------------------------------------------------------------------------
+ * plug-in ABI versions */
+
+
+/* The diagnosis family of result `id` of `backend` in the last report. */
+static void family_of(const cJSON *rep, const char *id, const char *backend, char *buf, size_t n)
+{
+    const cJSON *c;
+    buf[0] = '\0';
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(rep, "cases"))
+    {
+        const char *d = cJSON_GetStringValue(cJSON_GetObjectItem(c, "diagnosis"));
+        if (!strcmp(cJSON_GetObjectItem(c, "id")->valuestring, id) &&
+            !strcmp(cJSON_GetObjectItem(c, "backend")->valuestring, backend) && d && d[0] == '[')
+            snprintf(buf, n, "%.*s", (int)(strchr(d, ']') - d + 1), d);
+    }
+}
+
+/* A plug-in table built for ABI version 1 still loads, entry by entry. */
+Test(external, plugin_built_for_abi_version_1_still_loads)
+{
+    char path[512], args[1024];
+    snprintf(path, sizeof path, "%s/fp32.json", tmpdir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs("{\"name\": \"w\", \"requests\": [{\"qo_len\": 12, \"kv_len\": 50}, {\"qo_len\": 1, \"kv_len\": 33}],"
+          " \"num_qo_heads\": 4, \"num_kv_heads\": 2, \"head_dim\": 64, \"dtype\": \"fp32\", \"window_left\": [3, 9],"
+          " \"backends\": [\"prefill\"]}\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "run --device host --plugin %s/libabi_v1.so --backend 'v1:*' --report %s -q %s",
+             SWADIFF_PLUGIN_DIR, tmpdir, path);
+    int rc = swadiff(NULL, args);
+    cr_expect_eq(rc, 1, "exit %d:\n%s", rc, out);
+    cJSON *rep = report();
+    cr_expect_eq(count(rep, "v1:exact", "passed", NULL), 2, "%s", out);
+    cr_expect_eq(count(rep, "v1:window_long", "failed", NULL), 2, "%s", out);
+    char fam[128];
+    family_of(rep, "fp32/w:window_left=9", "v1:window_long", fam, sizeof fam);
+    cr_expect_str_eq(fam, "[window_l_plus_1]");
     cJSON_Delete(rep);
 }
