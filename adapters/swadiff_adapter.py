@@ -92,6 +92,11 @@ class Backend:
     # does not declare it gets such problems refused (unsupported), never
     # run as plain causal attention
     chunked: bool = False
+    # optional tile shape of a tiled kernel, for `swadiff explain` to score
+    # only the tile-granular hypotheses it can show:
+    # {"q_rows": [64, 128], "gqa_packed": True, "kv_keys": [32]}
+    # (docs/adapter-protocol.md)
+    tiles: dict | None = None
 
     def __post_init__(self):
         if not self.name or not isinstance(self.name, str):
@@ -103,8 +108,11 @@ class Backend:
             raise ValueError(f"backend {self.name}: kinds must be a non-empty subset of {KINDS}, got {self.kinds!r}")
 
     def hello(self) -> dict:
-        return {"name": self.name, "description": self.description, "lse_base": self.lse_base,
-                "kinds": list(self.kinds)}
+        h = {"name": self.name, "description": self.description, "lse_base": self.lse_base,
+             "kinds": list(self.kinds)}
+        if self.tiles is not None:
+            h["tiles"] = dict(self.tiles)
+        return h
 
 
 @dataclasses.dataclass

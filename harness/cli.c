@@ -354,3 +354,32 @@ void swa_cli_selection(swa_selection *sel, const swa_case_list *all, int npaths,
     snprintf(sel->mutant_only, sizeof sel->mutant_only, "%s", cfg->mutant_only ? cfg->mutant_only : "");
     snprintf(sel->device, sizeof sel->device, "%s", cfg->device->name);
 }
+
+int swa_cli_register_externals(const char *cmd, const char *const *plugins, int nplugins,
+                               const char *const *adapters, int nadapters, const char *registry, bool quiet)
+{
+    for (int i = 0; i < nplugins + nadapters; i++) {
+        swa_error err = {0};
+        char note[900] = "";
+        swa_status st;
+        if (i < nplugins) {
+            st = swa_external_add_plugin(plugins[i], note, sizeof note, &err);
+        } else {
+            const char *spec = adapters[i - nplugins], *eq = strchr(spec, '=');
+            if (eq) {
+                char name[64];
+                snprintf(name, sizeof name, "%.*s", (int)(eq - spec < 63 ? eq - spec : 63), spec);
+                st = swa_external_add_adapter(name, eq + 1, note, sizeof note, &err);
+            } else {
+                st = swa_external_add_adapter_from_registry(registry, spec, note, sizeof note, &err);
+            }
+        }
+        if (st != SWA_OK) {
+            fprintf(stderr, "swadiff %s: %s: %s\n", cmd, i < nplugins ? "--plugin" : "--adapter", err.message);
+            return SWA_EXIT_USAGE;
+        }
+        if (!quiet)
+            fprintf(stderr, "swadiff: %s\n", note);
+    }
+    return 0;
+}

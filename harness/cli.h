@@ -58,6 +58,12 @@ struct swa_run_config;
 void swa_cli_selection(swa_selection *sel, const swa_case_list *all, int npaths, char **paths,
                        const char *const *filters, int nfilters, int shard_i, int shard_n,
                        const struct swa_run_config *cfg);
+/* Registers the plug-ins (paths) and adapters (NAME=COMMAND, or NAME looked
+ * up in the registry file) of a command's --plugin / --adapter options:
+ * probed here, loaded in the worker.  Prints one note each unless quiet.
+ * Returns 0, or SWA_EXIT_USAGE with the error printed as "swadiff CMD: ...". */
+int swa_cli_register_externals(const char *cmd, const char *const *plugins, int nplugins,
+                               const char *const *adapters, int nadapters, const char *registry, bool quiet);
 /* Parses a comma-separated backend list into SWA_BACKEND_* flags; 0 on error. */
 unsigned swa_cli_parse_backends(const char *s, char *bad, size_t n);
 

@@ -1,15 +1,30 @@
 /* cli_explain.c — `swadiff explain` names the mask a failing backend
  * applied; `swadiff shrink` reduces a failing case while it keeps failing
- * and writes it as a case file.  Both find one case by exact id and run it
- * once through the same pipeline as `run`.
+ * for the same reason and writes it as a case file.  Both find one case by
+ * exact id and run it through the same pipeline as `run`, for built-in
+ * backends and for the external ones of --plugin / --adapter (registered
+ * as `run` registers them).
  *
- * Tested by tests/test_detect.c. */
+ * Isolation, as in `run`: each attempt (one case on one backend, its
+ * diagnosis included) runs in a forked child that streams the result back,
+ * so a plug-in that crashes or hangs (--timeout) costs that attempt, not the
+ * command; --no-isolate runs in-process (debuggers).
+ *
+ * Tested by tests/test_detect.c, tests/test_cli.c (shrink, usage errors)
+ * and tests/test_external.c (explain and shrink with plug-ins and adapters). */
+#include <errno.h>
+#include <fnmatch.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <libgen.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -19,18 +34,36 @@
 #include "harness/run.h"
 
 /* ---------------------------------------------------------------------------
- * explain and shrink share: find one case by exact id and run it once. */
+ * explain and shrink share: find one case by exact id and run it. */
 
 typedef struct one_case_opts {
     const char *device_name;
-    const char *backend;
+    const char *backend;     /* a built-in name, or an NS:BACKEND glob of a --plugin / --adapter */
+    bool external_backend;   /* backend is NS:BACKEND */
     swa_mutant mutant;
     const char *id;
     const char *out_path;
-    bool any_failure;     /* shrink: keep any failure, not the same diagnosis */
+    bool any_failure;        /* shrink: keep any failure, not the same diagnosis */
+    double timeout;          /* seconds per attempt (isolated only); 0: none */
+    bool no_isolate;
+    const char *plugins[SWA_EXTERNAL_MAX], *adapters[SWA_EXTERNAL_MAX];
+    int nplugins, nadapters;
+    const char *registry;
     int npaths;
     char **paths;
 } one_case_opts;
+
+static int parse_seconds(const char *cmd, const char *opt, const char *arg, double *out)
+{
+    char *end;
+    double t = strtod(arg, &end);
+    if (end == arg || *end || !(t > 0) || !(t < 1e9)) {
+        fprintf(stderr, "swadiff %s: %s %s: expected a positive number of seconds\n", cmd, opt, arg);
+        return SWA_EXIT_USAGE;
+    }
+    *out = t;
+    return 0;
+}
 
 static int parse_one_case(int argc, char **argv, one_case_opts *o, const char *cmd, bool need_backend)
 {
@@ -39,19 +72,33 @@ static int parse_one_case(int argc, char **argv, one_case_opts *o, const char *c
                                          {"mutant", required_argument, 0, 'm'},
                                          {"out", required_argument, 0, 'o'},
                                          {"any-failure", no_argument, 0, 'A'},
+                                         {"plugin", required_argument, 0, 'P'},
+                                         {"adapter", required_argument, 0, 'a'},
+                                         {"adapters", required_argument, 0, 'R'},
+                                         {"adapter-timeout", required_argument, 0, 'W'},
+                                         {"timeout", required_argument, 0, 'T'},
+                                         {"no-isolate", no_argument, 0, 'I'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->device_name = "auto";
+    o->registry = getenv("SWADIFF_ADAPTERS");
+    if (!o->registry || !*o->registry)
+        o->registry = "adapters/registry.json";
     optind = 1;
     int ch;
     while ((ch = getopt_long(argc, argv, "d:b:m:o:h", opts, NULL)) != -1) {
         switch (ch) {
         case 'd': o->device_name = optarg; break;
         case 'b':
-            if (!swa_backend_by_name(optarg)) {
-                fprintf(stderr, "swadiff %s: --backend %s: unknown backend\n", cmd, optarg);
+            if (strchr(optarg, ':')) { /* checked once the plug-ins and adapters are registered */
+                o->external_backend = true;
+            } else if (!swa_backend_by_name(optarg)) {
+                fprintf(stderr, "swadiff %s: --backend %s: unknown backend (a built-in name, or NAME:BACKEND of "
+                        "a --plugin or --adapter)\n", cmd, optarg);
                 return SWA_EXIT_USAGE;
+            } else {
+                o->external_backend = false;
             }
             o->backend = optarg;
             break;
@@ -70,6 +117,30 @@ static int parse_one_case(int argc, char **argv, one_case_opts *o, const char *c
             }
             o->any_failure = true;
             break;
+        case 'P':
+        case 'a':
+            if ((ch == 'P' ? o->nplugins : o->nadapters) == SWA_EXTERNAL_MAX) {
+                fprintf(stderr, "swadiff %s: at most %d --plugin / --adapter options\n", cmd, SWA_EXTERNAL_MAX);
+                return SWA_EXIT_USAGE;
+            }
+            if (ch == 'P')
+                o->plugins[o->nplugins++] = optarg;
+            else
+                o->adapters[o->nadapters++] = optarg;
+            break;
+        case 'R': o->registry = optarg; break;
+        case 'W': {
+            double t;
+            if (parse_seconds(cmd, "--adapter-timeout", optarg, &t))
+                return SWA_EXIT_USAGE;
+            swa_external_set_reply_timeout(t);
+            break;
+        }
+        case 'T':
+            if (parse_seconds(cmd, "--timeout", optarg, &o->timeout))
+                return SWA_EXIT_USAGE;
+            break;
+        case 'I': o->no_isolate = true; break;
         case 'h': return -1;
         default: return SWA_EXIT_USAGE;
         }
@@ -82,10 +153,56 @@ static int parse_one_case(int argc, char **argv, one_case_opts *o, const char *c
         fprintf(stderr, "swadiff %s: --backend is required\n", cmd);
         return SWA_EXIT_USAGE;
     }
+    if (o->timeout > 0 && o->no_isolate) {
+        fprintf(stderr, "swadiff %s: --timeout needs the isolated attempt: it cannot stop a backend running in "
+                        "this process; drop --no-isolate or --timeout\n", cmd);
+        return SWA_EXIT_USAGE;
+    }
     o->id = argv[optind];
     o->npaths = argc - optind - 1;
     o->paths = argv + optind + 1;
+    if (o->out_path && !need_backend) {
+        fprintf(stderr, "swadiff %s: --out is a shrink option\n", cmd);
+        return SWA_EXIT_USAGE;
+    }
+    int rc = swa_cli_register_externals(cmd, o->plugins, o->nplugins, o->adapters, o->nadapters, o->registry,
+                                        false);
+    if (rc)
+        return rc;
+    if (o->external_backend) {
+        int n, matched = 0;
+        const swa_backend *const *ext = swa_external_backends(&n);
+        for (int i = 0; i < n; i++)
+            matched += fnmatch(o->backend, ext[i]->name, 0) == 0;
+        if (!matched) {
+            fprintf(stderr, "swadiff %s: --backend %s: no --plugin or --adapter backend has that name%s\n", cmd,
+                    o->backend, n ? " (see the registered names above)" : " (none registered)");
+            return SWA_EXIT_USAGE;
+        }
+        if (need_backend && matched > 1) {
+            fprintf(stderr, "swadiff %s: --backend %s names %d backends; shrink takes exactly one\n", cmd,
+                    o->backend, matched);
+            return SWA_EXIT_USAGE;
+        }
+    }
     return 0;
+}
+
+/* The backends explain or shrink runs on case c: the built-in ones the case
+ * names, then every registered external one (externals run every case, as
+ * in `run`), both filtered by --backend. */
+static int case_backends(const one_case_opts *o, const swa_case *c, const swa_backend **out, int max)
+{
+    int n, k = 0;
+    const swa_backend *const *bs = swa_backends(&n);
+    for (int i = 0; i < n && k < max; i++)
+        if ((c->backends & bs[i]->flag) && (!o->backend || (!o->external_backend && !strcmp(o->backend, bs[i]->name))))
+            out[k++] = bs[i];
+    const swa_backend *const *ext = swa_external_backends(&n);
+    for (int i = 0; i < n && k < max; i++)
+        if (!o->backend || (o->external_backend && fnmatch(o->backend, ext[i]->name, 0) == 0))
+            out[k++] = ext[i];
+    return k;
 }
 
 static const swa_case *find_case(const swa_case_list *all, const char *id)
@@ -119,40 +236,151 @@ static int open_one_case(const one_case_opts *o, const char *cmd, swa_case_list 
     return 0;
 }
 
-/* Runs (c, b) and reports whether it failed; out/lse copies on request. */
-static swa_outcome run_case_once(const swa_run_config *cfg, const swa_case *c, const swa_backend *b,
-                                 swa_result *r, swa_case_ctx *ctx_keep, void **out, float **lse)
+/* One attempt: (case, backend) run once and, when it fails with an output,
+ * explained.  What crosses the pipe from an isolated attempt. */
+typedef struct attempt {
+    swa_result r;           /* r.cmp's arrays are not kept */
+    bool explained;         /* ex holds the diagnosis */
+    swa_explanation ex;
+} attempt;
+
+static void attempt_here(const swa_run_config *cfg, const swa_case *c, const swa_backend *b, attempt *a)
 {
+    memset(a, 0, sizeof *a);
     swa_case_ctx ctx;
     swa_error err = {0};
     if (swa_case_ctx_init(&ctx, c, cfg->device, &err) != SWA_OK) {
-        swa_result_init(cfg, c, b->name, r);
-        r->error_status = err.status;
-        if (out)
-            *out = NULL;
-        if (lse)
-            *lse = NULL;
-        if (ctx_keep)
-            memset(ctx_keep, 0, sizeof *ctx_keep);
-        r->outcome = SWA_OUTCOME_ERROR;
-        snprintf(r->message, sizeof r->message, "%s", err.message);
-        return r->outcome;
+        swa_result_init(cfg, c, b->name, &a->r);
+        a->r.error_status = err.status;
+        a->r.outcome = SWA_OUTCOME_ERROR;
+        snprintf(a->r.message, sizeof a->r.message, "%s", err.message);
+        return;
     }
-    void *own_out = NULL;
-    float *own_lse = NULL;
-    bool explain_here = cfg->explain_failures && !out; /* shrink: the diagnosis decides */
-    swa_run_one(cfg, &ctx, b, r, explain_here ? &own_out : out, explain_here ? &own_lse : lse);
-    if (explain_here) {
-        if (r->outcome == SWA_OUTCOME_FAILED && own_out)
-            swa_explain_attach(cfg, &ctx, b, r, own_out, own_lse);
-        free(own_out);
-        free(own_lse);
+    void *out = NULL;
+    float *lse = NULL;
+    swa_run_one(cfg, &ctx, b, &a->r, &out, &lse);
+    if (a->r.outcome == SWA_OUTCOME_FAILED && out) {
+        if (swa_explain_backend(&ctx, &a->r.tol, b->name, out, lse, b->lse_base, &a->ex, &err) != SWA_OK) {
+            snprintf(a->r.diagnosis, sizeof a->r.diagnosis, "[explain_failed] explain failed: %s", err.message);
+        } else {
+            a->explained = true;
+            snprintf(a->r.diagnosis, sizeof a->r.diagnosis, "[%s] %s", a->ex.key, a->ex.verdict);
+        }
     }
-    if (ctx_keep)
-        *ctx_keep = ctx;
+    free(out);
+    free(lse);
+    swa_compare_result_free(&a->r.cmp);
+    swa_case_ctx_free(&ctx);
+}
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Reads n bytes by the deadline (0: none).  0, -1 (closed early), -2 (timeout). */
+static int read_until(int fd, void *buf, size_t n, double deadline)
+{
+    char *p = buf;
+    while (n) {
+        int ms = -1;
+        if (deadline > 0) {
+            double left = deadline - swa_now();
+            if (left <= 0)
+                return -2;
+            ms = (int)(left * 1000) + 1;
+        }
+        struct pollfd pfd = {fd, POLLIN, 0};
+        int pr = poll(&pfd, 1, ms);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr == 0)
+            return -2;
+        ssize_t got = read(fd, p, n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return -1;
+        p += got;
+        n -= (size_t)got;
+    }
+    return 0;
+}
+
+/* The attempt in a forked child, as `run`'s worker: a crash, a sticky
+ * device error or a hang past the timeout costs this attempt only. */
+static void attempt_isolated(const one_case_opts *o, const swa_run_config *cfg, const swa_case *c,
+                             const swa_backend *b, attempt *a)
+{
+    int fds[2];
+    memset(a, 0, sizeof *a);
+    if (pipe(fds) != 0) {
+        attempt_here(cfg, c, b, a); /* no isolation to be had: still answer */
+        return;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        attempt_here(cfg, c, b, a);
+        return;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the command (an adapter dies with us) */
+        if (getppid() == 1)
+            _exit(0);
+        signal(SIGPIPE, SIG_DFL);
+        attempt *mine = malloc(sizeof *mine);
+        if (!mine)
+            _exit(3);
+        attempt_here(cfg, c, b, mine);
+        int rc = write_all(fds[1], mine, sizeof *mine);
+        _exit(rc ? 3 : 0);
+    }
+    close(fds[1]);
+    int rd = read_until(fds[0], a, sizeof *a, o->timeout > 0 ? swa_now() + o->timeout : 0);
+    close(fds[0]);
+    if (rd != 0)
+        kill(pid, SIGKILL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    memset(&a->r.cmp, 0, sizeof a->r.cmp); /* the child's pointers */
+    if (rd == 0)
+        return;
+    memset(a, 0, sizeof *a);
+    swa_result_init(cfg, c, b->name, &a->r);
+    a->r.outcome = SWA_OUTCOME_ERROR;
+    if (rd == -2)
+        snprintf(a->r.message, sizeof a->r.message, "timeout: no result within %.3g s (--timeout); the attempt was "
+                 "killed", o->timeout);
+    else if (WIFSIGNALED(status))
+        snprintf(a->r.message, sizeof a->r.message, "the worker process died with signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
     else
-        swa_case_ctx_free(&ctx);
-    return r->outcome;
+        snprintf(a->r.message, sizeof a->r.message, "the worker process exited with status %d",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+static void run_attempt(const one_case_opts *o, const swa_run_config *cfg, const swa_case *c, const swa_backend *b,
+                        attempt *a)
+{
+    if (o->no_isolate)
+        attempt_here(cfg, c, b, a);
+    else
+        attempt_isolated(o, cfg, c, b, a);
 }
 
 int swa_cmd_explain(int argc, char **argv, const char *prog)
@@ -160,11 +388,16 @@ int swa_cmd_explain(int argc, char **argv, const char *prog)
     one_case_opts o;
     int rc = parse_one_case(argc, argv, &o, "explain", false);
     if (rc == -1) {
-        printf("usage: swadiff explain CASE_ID [--backend B] [--mutant M] [--device D] [CASES...]\n\n"
-               "Runs the case (found by exact id in CASES, default ./cases), and for each failing\n"
-               "backend scores its output against reference variants (window L-1, L+1, none,\n"
-               "tile-granular start, request-anchored, top-left alignment, soft cap before the\n"
-               "mask or missing) and names the one that matches.\n");
+        printf("usage: swadiff explain CASE_ID [--backend B] [--mutant M] [--device D]\n"
+               "                       [--plugin PATH.so] [--adapter NAME[=COMMAND]] [--adapters FILE]\n"
+               "                       [--adapter-timeout SEC] [--timeout SEC] [--no-isolate] [CASES...]\n\n"
+               "Runs the case (found by exact id in CASES, default ./cases) on each backend that runs\n"
+               "it (the built-in ones it names and every --plugin / --adapter backend; --backend B:\n"
+               "one built-in name or a NAME:BACKEND glob), and for each failing one scores its\n"
+               "output against reference variants (window L-1, L+1, none, tile-granular start,\n"
+               "request-anchored, top-left alignment, soft cap before the mask or missing, right\n"
+               "bound and chunk variants) and names the one that matches; large cases are scored\n"
+               "on a sample of rows and heads.  Each attempt runs in an isolated worker.\n");
         return SWA_EXIT_OK;
     }
     if (rc)
@@ -175,38 +408,44 @@ int swa_cmd_explain(int argc, char **argv, const char *prog)
     if ((rc = open_one_case(&o, "explain", &all, &c, &dev)) != 0)
         return rc;
     swa_run_config cfg = {.device = dev, .mutant = o.mutant, .quiet = true, .no_isolate = true, .argv0 = prog};
-    int n, failures = 0, errors = 0;
-    const swa_backend *const *bs = swa_backends(&n);
-    for (int i = 0; i < n; i++) {
-        if (!(c->backends & bs[i]->flag) || (o.backend && strcmp(o.backend, bs[i]->name)))
-            continue;
-        swa_case_ctx ctx;
-        swa_result r;
-        void *out = NULL;
-        float *lse = NULL;
-        swa_outcome oc = run_case_once(&cfg, c, bs[i], &r, &ctx, &out, &lse);
-        printf("%s [%s on %s]: %s — %s\n", c->id, bs[i]->name, dev->name, swa_outcome_name(oc), r.message);
-        if (oc == SWA_OUTCOME_FAILED && out) {
+    const swa_backend *bs[SWA_BACKEND_COUNT + SWA_EXTERNAL_MAX];
+    int nb = case_backends(&o, c, bs, (int)(sizeof bs / sizeof bs[0]));
+    if (nb == 0) {
+        fprintf(stderr, "swadiff explain: case %s runs no backend%s%s\n", o.id, o.backend ? " named " : "",
+                o.backend ? o.backend : "");
+        swa_case_list_free(&all);
+        return SWA_EXIT_USAGE;
+    }
+    int failures = 0, errors = 0;
+    attempt *a = malloc(sizeof *a);
+    if (!a) {
+        swa_case_list_free(&all);
+        return SWA_EXIT_RUNTIME;
+    }
+    for (int i = 0; i < nb; i++) {
+        run_attempt(&o, &cfg, c, bs[i], a);
+        swa_outcome oc = a->r.outcome;
+        printf("%s [%s on %s]: %s — %s\n", c->id, bs[i]->name, dev->name, swa_outcome_name(oc), a->r.message);
+        if (oc == SWA_OUTCOME_FAILED) {
             failures++;
-            swa_explanation ex;
-            swa_error err = {0};
-            if (swa_explain_backend(&ctx, &r.tol, bs[i]->name, out, lse, bs[i]->lse_base, &ex, &err) != SWA_OK) {
-                printf("  explain failed: %s\n", err.message);
+            const swa_explanation *ex = &a->ex;
+            if (!a->explained) {
+                printf("  %s\n", a->r.diagnosis[0] ? a->r.diagnosis : "not explained (no output to score)");
             } else {
-                printf("  diagnosis: %s\n", ex.verdict);
-                for (int h = 0; h < ex.count; h++)
-                    printf("    %6.2f%%  %s%s\n", 100 * ex.scores[h].ratio, ex.scores[h].name,
-                           h == ex.best ? "  <- best" : "");
-                printf("    %6.2f%%  (the spec)\n", 100 * ex.spec_ratio);
+                printf("  diagnosis: [%s] %s\n", ex->key, ex->verdict);
+                for (int h = 0; h < ex->count; h++)
+                    printf("    %6.2f%%  %s%s\n", 100 * ex->scores[h].ratio, ex->scores[h].name,
+                           h == ex->best ? "  <- best" : "");
+                printf("    %6.2f%%  (the spec)\n", 100 * ex->spec_ratio);
+                if (ex->sampled)
+                    printf("    (scored on a sample of %d rows x %d heads of %d x %d)\n", ex->sample_rows,
+                           ex->sample_heads, ex->total_rows, ex->total_heads);
             }
         } else if (oc == SWA_OUTCOME_ERROR) {
             errors++;
         }
-        swa_case_ctx_free(&ctx);
-        swa_compare_result_free(&r.cmp);
-        free(out);
-        free(lse);
     }
+    free(a);
     swa_case_list_free(&all);
     return failures ? SWA_EXIT_MISMATCH : errors ? SWA_EXIT_RUNTIME : SWA_EXIT_OK;
 }
@@ -218,35 +457,37 @@ int swa_cmd_explain(int argc, char **argv, const char *prog)
  * another one (a window off by one becoming a page-table fault on a page
  * size of 1) would hand the reader the wrong bug: shrink keeps the
  * diagnosis family (harness/explain.h) of the original failure.  When the
- * original cannot be explained (too large to score every hypothesis), the
- * first explainable failure on the way down fixes it. */
+ * original cannot be explained (explain failed), the first explainable
+ * failure on the way down fixes it. */
 typedef struct shrink_goal {
+    const one_case_opts *o;
     bool any_failure;     /* --any-failure: any failure will do */
     char key[128];        /* "" until fixed */
-    char diagnosis[512];  /* of the current case */
+    char diagnosis[sizeof ((swa_result *)0)->diagnosis]; /* of the current case */
+    attempt *a;           /* scratch for one attempt */
 } shrink_goal;
 
 static bool key_is_fixed(const char *key)
 {
+    /* "too_large": reports written before the sampled diagnosis */
     return strcmp(key, "too_large") != 0 && strcmp(key, "unexplained") != 0 && strcmp(key, "explain_failed") != 0;
 }
 
 static bool still_fails(const swa_run_config *cfg, const swa_case *c, const swa_backend *b, int *tries,
                         shrink_goal *goal)
 {
-    swa_result r;
     (*tries)++;
-    swa_outcome oc = run_case_once(cfg, c, b, &r, NULL, NULL, NULL);
-    swa_compare_result_free(&r.cmp);
-    if (oc != SWA_OUTCOME_FAILED)
+    run_attempt(goal->o, cfg, c, b, goal->a);
+    const swa_result *r = &goal->a->r;
+    if (r->outcome != SWA_OUTCOME_FAILED)
         return false;
     char key[128];
-    swa_diagnosis_key(r.diagnosis, key, sizeof key);
+    swa_diagnosis_key(r->diagnosis, key, sizeof key);
     if (!goal->any_failure && goal->key[0] && strcmp(key, goal->key) != 0)
         return false;
     if (!goal->key[0] && key_is_fixed(key))
         snprintf(goal->key, sizeof goal->key, "%s", key);
-    snprintf(goal->diagnosis, sizeof goal->diagnosis, "%s", r.diagnosis);
+    snprintf(goal->diagnosis, sizeof goal->diagnosis, "%s", r->diagnosis);
     return true;
 }
 
@@ -270,11 +511,15 @@ int swa_cmd_shrink(int argc, char **argv, const char *prog)
     int rc = parse_one_case(argc, argv, &o, "shrink", true);
     if (rc == -1) {
         printf("usage: swadiff shrink CASE_ID --backend B [--mutant M] [--device D] [--out FILE]\n"
-               "                      [--any-failure] [CASES...]\n\n"
+               "                      [--any-failure] [--plugin PATH.so] [--adapter NAME[=COMMAND]]\n"
+               "                      [--adapters FILE] [--adapter-timeout SEC] [--timeout SEC]\n"
+               "                      [--no-isolate] [CASES...]\n\n"
                "Reduces a failing case (one request, fewest heads, smallest head_dim, bisected\n"
                "lengths, smallest page size) while it still fails with the same diagnosis (the\n"
                "family `explain` names; --any-failure: any failure), writes the minimal case as\n"
-               "a case file (default ./shrunk-<name>.json) and prints the command that reruns it.\n");
+               "a case file (default ./shrunk-<name>.json) and prints the command that reruns it.\n"
+               "B is a built-in backend or one NAME:BACKEND of a --plugin / --adapter (the rerun\n"
+               "command registers it again).  Each attempt runs in an isolated worker.\n");
         return SWA_EXIT_OK;
     }
     if (rc)
@@ -284,28 +529,36 @@ int swa_cmd_shrink(int argc, char **argv, const char *prog)
     const swa_device_ops *dev;
     if ((rc = open_one_case(&o, "shrink", &all, &orig, &dev)) != 0)
         return rc;
-    const swa_backend *b = swa_backend_by_name(o.backend);
+    const swa_backend *bs[SWA_BACKEND_COUNT + SWA_EXTERNAL_MAX];
     swa_run_config cfg = {.device = dev, .mutant = o.mutant, .quiet = true, .no_isolate = true, .argv0 = prog,
                           .explain_failures = true};
     int tries = 0;
-    shrink_goal goal = {.any_failure = o.any_failure};
-    if (!(orig->backends & b->flag)) {
+    shrink_goal goal = {.o = &o, .any_failure = o.any_failure, .a = malloc(sizeof(attempt))};
+    if (case_backends(&o, orig, bs, (int)(sizeof bs / sizeof bs[0])) != 1) {
         fprintf(stderr, "swadiff shrink: case %s does not run backend %s\n", o.id, o.backend);
+        free(goal.a);
         swa_case_list_free(&all);
         return SWA_EXIT_USAGE;
     }
-    if (!still_fails(&cfg, orig, b, &tries, &goal)) {
-        fprintf(stderr, "swadiff shrink: %s passes on %s with %s%s%s: nothing to shrink\n", o.id, o.backend,
-                dev->name, o.mutant ? " under mutant " : "", o.mutant ? swa_mutant_get(o.mutant)->name : "");
+    const swa_backend *b = bs[0];
+    if (!goal.a || !still_fails(&cfg, orig, b, &tries, &goal)) {
+        if (goal.a)
+            fprintf(stderr, "swadiff shrink: %s does not fail on %s with %s%s%s (%s: %s): nothing to shrink\n",
+                    o.id, b->name, dev->name, o.mutant ? " under mutant " : "",
+                    o.mutant ? swa_mutant_get(o.mutant)->name : "", swa_outcome_name(goal.a->r.outcome),
+                    goal.a->r.message[0] ? goal.a->r.message : "no message");
+        free(goal.a);
         swa_case_list_free(&all);
-        return SWA_EXIT_USAGE;
+        return goal.a ? SWA_EXIT_USAGE : SWA_EXIT_RUNTIME;
     }
     swa_case cur, cand;
     if (swa_case_copy(&cur, orig) != 0) {
+        free(goal.a);
         swa_case_list_free(&all);
         return SWA_EXIT_RUNTIME;
     }
-    cur.backends = b->flag;
+    if (!swa_external_is(b)) /* an external backend runs every case: keep the file's list */
+        cur.backends = b->flag;
     bool changed = true;
     while (changed) {
         changed = false;
@@ -383,6 +636,7 @@ int swa_cmd_shrink(int argc, char **argv, const char *prog)
         snprintf(path, sizeof path, "shrunk-%s.json", cur.name);
     snprintf(cur.name, sizeof cur.name, "%s_shrunk", orig->name);
     swa_error err = {0};
+    free(goal.a);
     if (swa_case_write_json(&cur, path, &err) != SWA_OK) {
         fprintf(stderr, "swadiff shrink: %s\n", err.message);
         swa_case_free(&cur);
@@ -401,8 +655,11 @@ int swa_cmd_shrink(int argc, char **argv, const char *prog)
         printf("diagnosis kept: %s\n", goal.diagnosis);
     else
         printf("diagnosis: %s (no explainable failure on the way down: any failure was kept)\n", goal.diagnosis);
-    printf("wrote %s\nrerun: %s run %s --backend %s --device %s%s%s\n", path, prog, path, o.backend, dev->name,
-           o.mutant ? " --mutant " : "", o.mutant ? swa_mutant_get(o.mutant)->name : "");
+    char externals[4096] = "";
+    if (swa_external_is(b))
+        swa_external_options(externals, sizeof externals);
+    printf("wrote %s\nrerun: %s run %s --backend %s --device %s%s%s%s\n", path, prog, path, b->name, dev->name,
+           o.mutant ? " --mutant " : "", o.mutant ? swa_mutant_get(o.mutant)->name : "", externals);
     swa_case_free(&cur);
     swa_case_list_free(&all);
     return SWA_EXIT_OK;

@@ -215,29 +215,9 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
     }
 
     /* plug-ins and adapters: probed here, loaded in the worker */
-    for (int i = 0; i < nplugins + nadapters; i++) {
-        swa_error err = {0};
-        char note[900] = "";
-        swa_status st;
-        if (i < nplugins) {
-            st = swa_external_add_plugin(plugins[i], note, sizeof note, &err);
-        } else {
-            const char *spec = adapters[i - nplugins], *eq = strchr(spec, '=');
-            if (eq) {
-                char name[64];
-                snprintf(name, sizeof name, "%.*s", (int)(eq - spec < 63 ? eq - spec : 63), spec);
-                st = swa_external_add_adapter(name, eq + 1, note, sizeof note, &err);
-            } else {
-                st = swa_external_add_adapter_from_registry(registry, spec, note, sizeof note, &err);
-            }
-        }
-        if (st != SWA_OK) {
-            fprintf(stderr, "swadiff run: %s: %s\n", i < nplugins ? "--plugin" : "--adapter", err.message);
-            return SWA_EXIT_USAGE;
-        }
-        if (!quiet)
-            fprintf(stderr, "swadiff: %s\n", note);
-    }
+    int reg_rc = swa_cli_register_externals("run", plugins, nplugins, adapters, nadapters, registry, quiet);
+    if (reg_rc)
+        return reg_rc;
     for (int g = 0; g < nexternals; g++) {
         int n, matched = 0;
         const swa_backend *const *ext = swa_external_backends(&n);

@@ -6,18 +6,26 @@
  * that matches is named (docs/bugs.md).  Used by the run loop for every
  * failing result and by `swadiff explain`.
  *
- * What the diagnosis promises (tests/test_detect.c):
+ * What the diagnosis promises (tests/test_detect.c, tests/test_explain.c):
  *   - only hypotheses the backend could have: tile-granular starts and
  *     request anchoring for the prefill, AITER's sentinel and soft-cap
  *     quirk for the AITER-style decode (and decode_auto, which may route
- *     there), and for an external backend ("NS:BACKEND") only the generic
- *     mask hypotheses (window L-1 / L+1 / none, top-left alignment, soft cap
- *     missing or before the mask), worded without any library's internals;
+ *     there); an external backend ("NS:BACKEND") gets every hypothesis a
+ *     kernel of the case's kind could show (prefill: tile-granular starts
+ *     over the tile shapes real kernels use, or the ones it declared;
+ *     decode: a KV start rounded down to a tile, page or partition), worded
+ *     without any library's internals;
  *   - hypotheses that fit equally well are reported together, as ambiguous;
  *   - no hypothesis is named "best" unless it fits strictly better than the
  *     spec itself;
  *   - elements are judged with the result's own rule, the baseline mode's
- *     global allowance included. */
+ *     global allowance included;
+ *   - with poison data, a NaN where the spec is finite matches a variant
+ *     that reads a poisoned key there, if that variant predicts every NaN
+ *     of the output; an output that is NaN everywhere stays ambiguous;
+ *   - the work is bounded: a case too large to score every hypothesis on
+ *     all of it is scored on a deterministic sample of rows and heads, and
+ *     the verdict says so. */
 #ifndef SWADIFF_EXPLAIN_H
 #define SWADIFF_EXPLAIN_H
 
@@ -29,7 +37,7 @@ typedef struct swa_hypothesis_score {
     double ratio;           /* mismatch ratio of the backend output against this variant */
 } swa_hypothesis_score;
 
-#define SWA_MAX_HYPOTHESES 32
+#define SWA_MAX_HYPOTHESES 48
 
 typedef struct swa_explanation {
     double spec_ratio;
@@ -39,12 +47,17 @@ typedef struct swa_explanation {
     bool exact;             /* best matches with no mismatched element */
     bool ambiguous;         /* another hypothesis (of another family) fits exactly as well */
     char tied[256];         /* the families that fit as well as best, ", "-separated, best's first */
-    char verdict[512];      /* the diagnosis line */
+    char verdict[640];      /* the diagnosis line */
+    /* what was scored: the whole output, or a sample of rows x heads */
+    bool sampled;
+    int sample_rows, sample_heads, total_rows, total_heads;
+    long long nan_credited; /* NaN outputs counted as matches of best (poisoned keys it reads) */
     /* The diagnosis family, for grouping failures (console, HTML) and for
      * shrink, which keeps it: a hypothesis family ("window_l_minus_1"),
      * "ambiguous:F1,F2", "closest:F", or one of "lse_natural_log",
-     * "lse_or_guards", "not_a_mask_variant", "weak_fit", "too_large",
-     * "no_hypothesis".  A result's diagnosis is "[key] verdict". */
+     * "lse_or_guards", "not_a_mask_variant", "weak_fit", "no_hypothesis".
+     * (Before the sampled diagnosis, cases too large to score were
+     * "too_large"; merged old reports may still carry it.)  A result's diagnosis is "[key] verdict". */
     char key[128];
 } swa_explanation;
 

@@ -57,7 +57,7 @@ typedef struct swa_result {
     bool has_compare;
     swa_compare_result cmp;
     char message[SWA_MSG_MAX];   /* first mismatch line, error text or skip reason */
-    char diagnosis[512];         /* explain's verdict for failures, "" when none */
+    char diagnosis[800];         /* explain's verdict for failures, "" when none */
     char warnings[512];          /* plan-time warnings, "" when none */
     char reproduce[1024];        /* command line that reruns this case alone */
     char kernel[192];            /* the device's kernel variant that computed it (swa_device_ops.last_kernel),

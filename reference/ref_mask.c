@@ -4,7 +4,8 @@
  * Written from the spec text alone; nothing here is shared with backends/,
  * so a mask bug in a kernel cannot hide by being the reference's bug too.
  * Tested by tests/test_reference.c against an element-by-element predicate
- * written independently in the test.
+ * written independently in the test; the exclusive chunk start and the
+ * signatures by tests/test_explain.c.
  *
  * Positions are computed in long long: with L up to INT_MAX, p - L must not
  * overflow. */
@@ -22,6 +23,7 @@ swa_ref_mask swa_ref_mask_spec(const swa_case *c)
     m.tile_rows = 0;
     m.tile_kv_align = 1;
     m.softcap_before_mask = false;
+    m.chunk_start_exclusive = false;
     return m;
 }
 
@@ -97,7 +99,7 @@ void ref_row_span_compute(const swa_ref_mask *m, bool causal, double soft_cap, i
             begin = p - L;
         /* chunked local attention: from the first key of p's chunk */
         if (m->chunk_size > 0 && p >= 0) {
-            long long chunk_first = p / m->chunk_size * m->chunk_size;
+            long long chunk_first = p / m->chunk_size * m->chunk_size + (m->chunk_start_exclusive ? 1 : 0);
             if (chunk_first > begin)
                 begin = chunk_first;
         }
@@ -117,4 +119,43 @@ void ref_row_span_compute(const swa_ref_mask *m, bool causal, double soft_cap, i
         span->visible_begin = span->visible_end;
     if (span->processed_begin > span->processed_end)
         span->processed_begin = span->processed_end;
+}
+
+/* FNV-1a over the spans of every packed row, request by request.  The
+ * soft cap enters as its bits: softcap_missing changes the case, not the
+ * mask, and capped logits differ from uncapped ones on every key. */
+static uint64_t fnv_mix(uint64_t h, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        h ^= (v >> (8 * i)) & 0xff;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+uint64_t swa_ref_mask_signature(const swa_case *c, const swa_ref_mask *m)
+{
+    uint64_t h = 14695981039346656037ull;
+    uint64_t cap_bits;
+    double cap = c->soft_cap;
+    memcpy(&cap_bits, &cap, sizeof cap_bits);
+    h = fnv_mix(h, cap_bits);
+    h = fnv_mix(h, (uint64_t)c->causal);
+    int group = c->num_kv_heads > 0 ? c->num_qo_heads / c->num_kv_heads : 1;
+    if (group < 1)
+        group = 1;
+    for (int r = 0; r < c->num_requests; r++) {
+        h = fnv_mix(h, (uint64_t)0xffffffffu + (uint64_t)r);
+        for (int pr = 0; pr < c->qo_len[r] * group; pr++) {
+            ref_row_span sp;
+            ref_row_span_compute(m, c->causal, c->soft_cap, c->qo_len[r], c->kv_len[r], group, pr, &sp);
+            if (sp.visible_end <= sp.visible_begin) /* every empty interval is the same interval */
+                sp.visible_begin = sp.visible_end = 0;
+            if (sp.processed_end <= sp.processed_begin)
+                sp.processed_begin = sp.processed_end = 0;
+            h = fnv_mix(h, ((uint64_t)(uint32_t)sp.visible_begin << 32) | (uint32_t)sp.visible_end);
+            h = fnv_mix(h, ((uint64_t)(uint32_t)sp.processed_begin << 32) | (uint32_t)sp.processed_end);
+        }
+    }
+    return h;
 }

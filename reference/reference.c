@@ -14,8 +14,11 @@
  * K/V rows are widened to double a cache-sized chunk at a time; the
  * softmax's exp is ref_exp.h's (within 1 ulp of libm, 1.6x faster).
  *
+ * A sample (swa_ref_sample) keeps the items whose rows and kv head it
+ * selects; each row is computed exactly as without it.
+ *
  * Tests: tests/test_reference.c (against an independent loop oracle),
- * tests/test_reference_lowp.c.  Bench: `swadiff bench --reference`. */
+ * tests/test_reference_lowp.c, tests/test_explain.c (samples, signatures).  Bench: `swadiff bench --reference`. */
 #include "reference/ref_internal.h"
 #include "reference/ref_exp.h"
 
@@ -128,6 +131,7 @@ typedef struct ref_job {
     bool lowp;
     double *out, *lse;          /* exact */
     float *out_f, *lse_f;       /* lowp */
+    const swa_ref_sample *sample; /* NULL: every row and head */
     ref_item *items;
     int num_items;
     atomic_int next;
@@ -555,17 +559,31 @@ static swa_status ref_build_items(ref_job *job, swa_error *err)
             if (qo_len == 0)
                 continue;
             int block = ref_block_rows(c, &job->mask, qo_len, c->kv_len[r]);
-            for (int g = 0; g < c->num_kv_heads; g++)
-                for (int row = 0; row < qo_len; row += block) {
+            const swa_ref_sample *s = job->sample;
+            const unsigned char *rows = s && s->rows ? s->rows + job->in->qo_indptr[r] : NULL;
+            for (int g = 0; g < c->num_kv_heads; g++) {
+                if (s && s->kv_heads && !s->kv_heads[g])
+                    continue;
+                /* blocks of consecutive selected rows (all rows without a sample) */
+                for (int row = 0; row < qo_len;) {
+                    if (rows && !rows[row]) {
+                        row++;
+                        continue;
+                    }
+                    int end = row + 1;
+                    while (end < qo_len && end - row < block && (!rows || rows[end]))
+                        end++;
                     if (pass == 1) {
                         ref_item *it = &job->items[n];
                         it->request = r;
                         it->kv_head = g;
                         it->row_begin = row;
-                        it->row_end = row + block < qo_len ? row + block : qo_len;
+                        it->row_end = end;
                     }
                     n++;
+                    row = end;
                 }
+            }
         }
         if (pass == 0) {
             if (n > (size_t)INT32_MAX)
@@ -630,6 +648,12 @@ static swa_status ref_run(ref_job *job, swa_error *err)
 swa_status swa_reference(const swa_case *c, const swa_inputs *in, const swa_ref_mask *mask,
                          double *out, double *lse, swa_error *err)
 {
+    return swa_reference_sampled(c, in, mask, NULL, out, lse, err);
+}
+
+swa_status swa_reference_sampled(const swa_case *c, const swa_inputs *in, const swa_ref_mask *mask,
+                                 const swa_ref_sample *sample, double *out, double *lse, swa_error *err)
+{
     swa_status st = ref_validate(c, in, mask, err);
     if (st != SWA_OK)
         return st;
@@ -640,6 +664,7 @@ swa_status swa_reference(const swa_case *c, const swa_inputs *in, const swa_ref_
     job.c = c;
     job.in = in;
     job.mask = mask ? *mask : swa_ref_mask_spec(c);
+    job.sample = sample;
     job.out = out;
     job.lse = lse;
     return ref_run(&job, err);

@@ -6,7 +6,9 @@
  * natural log; a row with no visible key gets output 0 and LSE -inf.
  *
  * Variants (swa_ref_mask) are hypotheses for `explain`: they describe a
- * mask that a buggy kernel might have applied instead of the spec's.
+ * mask that a buggy kernel might have applied instead of the spec's; it
+ * scores large cases on a sample of rows and heads (swa_reference_sampled)
+ * and scores variants with equal signatures once (swa_ref_mask_signature).
  *
  * Requests with qo_len > kv_len (prefill case files may ask for them)
  * follow the same formula: causal rows at p < 0 see no key.  Rows can also
@@ -48,7 +50,18 @@ typedef struct swa_ref_mask {
     int tile_rows;
     int tile_kv_align;          /* >= 1 when tile_rows > 0 */
     bool softcap_before_mask;   /* bug class 8: masked keys get logit -soft_cap */
+    /* bug class 14: the chunk start read as exclusive, keys (floor(p/C)*C, p]
+     * instead of [floor(p/C)*C, p] (only with chunk_size > 0) */
+    bool chunk_start_exclusive;
 } swa_ref_mask;
+
+/* A subset of the output, for `explain` on cases too large to score every
+ * hypothesis on all of it: query rows (global index, as in qo_indptr) and
+ * kv heads (with every qo head of their group).  NULL selects all. */
+typedef struct swa_ref_sample {
+    const unsigned char *rows;      /* [total_qo]: nonzero = compute this row */
+    const unsigned char *kv_heads;  /* [num_kv_heads]: nonzero = compute its group */
+} swa_ref_sample;
 
 #ifdef __cplusplus
 extern "C" {
@@ -62,6 +75,19 @@ swa_ref_mask swa_ref_mask_spec(const swa_case *c);
  * message says which) or SWA_ERR_NOMEM. */
 swa_status swa_reference(const swa_case *c, const swa_inputs *in, const swa_ref_mask *mask,
                          double *out, double *lse, swa_error *err);
+
+/* The same on a sample: only the selected (row, head) elements of out (and
+ * lse) are written, each exactly as swa_reference writes it; the others are
+ * left as they were.  sample == NULL is swa_reference. */
+swa_status swa_reference_sampled(const swa_case *c, const swa_inputs *in, const swa_ref_mask *mask,
+                                 const swa_ref_sample *sample, double *out, double *lse, swa_error *err);
+
+/* A 64-bit digest of the keys every packed query row of the case sees under
+ * mask m (with the case's causal flag and soft cap): two masks with equal
+ * signatures give the same reference on the same inputs, so `explain`
+ * scores such variants once.  (A collision between different masks is a
+ * 2^-64 event.) */
+uint64_t swa_ref_mask_signature(const swa_case *c, const swa_ref_mask *m);
 
 /* Low-precision emulated reference: the straightforward kernel's rounding
  * (scores, probabilities and output rounded to the case dtype, fp32 sums).

@@ -370,6 +370,49 @@ static double parse_base(const cJSON *v, bool *ok)
     return 0.0;
 }
 
+/* A backend's optional "tiles": {"q_rows": [64, 128], "gqa_packed": true,
+ * "kv_keys": [32]} (docs/adapter-protocol.md).  Returns NULL or the error. */
+static const char *parse_tiles(const cJSON *v, swa_tile_shape *t, char *buf, size_t n)
+{
+    memset(t, 0, sizeof *t);
+    t->gqa_packed = -1;
+    if (!v)
+        return NULL;
+    if (!cJSON_IsObject(v)) {
+        snprintf(buf, n, "\"tiles\" must be an object {\"q_rows\": [...], \"gqa_packed\": bool, \"kv_keys\": [...]}");
+        return buf;
+    }
+    for (const cJSON *f = v->child; f; f = f->next) {
+        bool rows = !strcmp(f->string, "q_rows"), keys = !strcmp(f->string, "kv_keys");
+        if (rows || keys) {
+            int *count = rows ? &t->num_q_rows : &t->num_kv_keys, *vals = rows ? t->q_rows : t->kv_keys;
+            if (!cJSON_IsArray(f) || cJSON_GetArraySize(f) > SWA_TILE_SHAPES_MAX) {
+                snprintf(buf, n, "\"tiles\".%s must be a list of at most %d integers", f->string,
+                         SWA_TILE_SHAPES_MAX);
+                return buf;
+            }
+            for (const cJSON *x = f->child; x; x = x->next) {
+                if (!cJSON_IsNumber(x) || x->valuedouble != (double)(int)x->valuedouble) {
+                    snprintf(buf, n, "\"tiles\".%s must hold integers", f->string);
+                    return buf;
+                }
+                vals[(*count)++] = (int)x->valuedouble;
+            }
+        } else if (!strcmp(f->string, "gqa_packed")) {
+            if (!cJSON_IsBool(f)) {
+                snprintf(buf, n, "\"tiles\".gqa_packed must be true or false");
+                return buf;
+            }
+            t->gqa_packed = cJSON_IsTrue(f) ? 1 : 0;
+        } else {
+            snprintf(buf, n, "\"tiles\" has an unknown key \"%s\" (expected q_rows, gqa_packed, kv_keys)",
+                     f->string);
+            return buf;
+        }
+    }
+    return swa_tile_shape_check(t, buf, n);
+}
+
 swa_status swa_adapter_probe(const ext_provider *prov, ext_backend *out, int max, int *count, char *why, size_t n)
 {
     *count = 0;
@@ -405,6 +448,12 @@ swa_status swa_adapter_probe(const ext_provider *prov, ext_backend *out, int max
         }
         ext_backend *e = &out[*count];
         memset(e, 0, sizeof *e);
+        char tiles_why[200];
+        if (parse_tiles(cJSON_GetObjectItemCaseSensitive(b, "tiles"), &e->tiles, tiles_why, sizeof tiles_why)) {
+            snprintf(why, n, "backend %s: %s", name->valuestring, tiles_why);
+            st = SWA_ERR_INVALID;
+            break;
+        }
         snprintf(e->backend_name, sizeof e->backend_name, "%s", name->valuestring);
         snprintf(e->description, sizeof e->description, "%s",
                  cJSON_IsString(desc) ? desc->valuestring : "(adapter backend)");

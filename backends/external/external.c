@@ -36,6 +36,20 @@ bool swa_external_is(const swa_backend *b)
     return false;
 }
 
+bool swa_external_tile_shape(const char *name, swa_tile_shape *out)
+{
+    memset(out, 0, sizeof *out);
+    out->gqa_packed = -1;
+    for (int i = 0; name && i < num_backends; i++)
+        if (strcmp(backends[i].full_name, name) == 0) {
+            if (backends[i].tiles.num_q_rows == 0 && backends[i].tiles.num_kv_keys == 0)
+                return false;
+            *out = backends[i].tiles;
+            return true;
+        }
+    return false;
+}
+
 /* ---------------------------------------------------------------------------
  * the shared swa_backend table */
 
@@ -127,14 +141,14 @@ static swa_status ext_plan_fn(const swa_case *c, const swa_inputs *in, const swa
     }
     if (prov->kind == EXT_PLUGIN && c->chunk_size > 0)
         return swa_error_set(err, SWA_ERR_UNSUPPORTED,
-                             "%s: plug-in ABI v1 has no attention_chunk_size field, so a plug-in cannot see the "
+                             "%s: the plug-in ABI has no attention_chunk_size field, so a plug-in cannot see the "
                              "chunk and would run plain causal attention; chunked cases are not given to plug-ins",
                              e->full_name);
-    if (prov->kind == EXT_PLUGIN) /* ABI v1 promises kv_len >= qo_len */
+    if (prov->kind == EXT_PLUGIN) /* the ABI promises kv_len >= qo_len */
         for (int r = 0; r < c->num_requests; r++)
             if (c->kv_len[r] < c->qo_len[r])
                 return swa_error_set(err, SWA_ERR_UNSUPPORTED,
-                                     "%s: request %d has qo_len %d > kv_len %d; plug-in ABI v1 promises kv_len "
+                                     "%s: request %d has qo_len %d > kv_len %d; the plug-in ABI promises kv_len "
                                      ">= qo_len, so such cases (empty rows) are not given to plug-ins",
                                      e->full_name, r, c->qo_len[r], c->kv_len[r]);
     if (c->return_lse && e->b.lse_base == 0)

@@ -22,6 +22,20 @@
 
 #define SWA_EXTERNAL_MAX 64
 
+/* The tile shape an external backend may declare (plug-in ABI v2
+ * swadiff_plugin_backend.tiles, or "tiles" in an adapter's hello), used by
+ * `explain` to narrow its tile-granular hypotheses to the kernel's own.
+ * q_rows: query-tile heights; with gqa_packed 1 they count packed rows
+ * (query row x head of a group, FlashInfer's CTA_TILE_Q), with 0 rows of
+ * one head (FlashAttention), -1 undeclared (both).  kv_keys: KV-tile widths,
+ * to which a per-tile KV start is aligned.  A count of 0: not declared. */
+#define SWA_TILE_SHAPES_MAX 4
+typedef struct swa_tile_shape {
+    int num_q_rows, q_rows[SWA_TILE_SHAPES_MAX];
+    int num_kv_keys, kv_keys[SWA_TILE_SHAPES_MAX];
+    int gqa_packed;
+} swa_tile_shape;
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -44,6 +58,10 @@ swa_status swa_external_add_adapter_from_registry(const char *registry_path, con
 const swa_backend *const *swa_external_backends(int *count);
 /* True when b is one of them. */
 bool swa_external_is(const swa_backend *b);
+/* The tile shape the registered external backend `name` (NS:BACKEND)
+ * declared: true and *out filled, or false (unknown name, or nothing
+ * declared; *out zeroed). */
+bool swa_external_tile_shape(const char *name, swa_tile_shape *out);
 /* The command-line options that register them all again ("--plugin P
  * --adapter N=CMD ..."), shell-quoted, for reproduce commands. */
 void swa_external_options(char *buf, size_t n);

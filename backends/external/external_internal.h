@@ -24,6 +24,7 @@ typedef struct ext_backend {
     char load_error[768];     /* non-empty: every result is this error */
     int memory;               /* plug-ins: swadiff_memory */
     bool prefill, decode;     /* adapters: which cases it takes */
+    swa_tile_shape tiles;     /* declared tile shape (counts 0: none) */
 } ext_backend;
 
 /* The state behind a plan: the problem in plug-in form, pointing into the
@@ -38,6 +39,9 @@ typedef struct ext_plan {
     void *provider_plan;      /* a plug-in's own plan */
     double lse_base;          /* of what run wrote */
 } ext_plan;
+
+/* tile_shape.c: NULL, or what is wrong with a declared tile shape (in buf) */
+const char *swa_tile_shape_check(const swa_tile_shape *t, char *buf, size_t n);
 
 /* plugin.c */
 swa_status swa_plugin_probe(const char *path, ext_provider *prov, ext_backend *out, int max, int *count,

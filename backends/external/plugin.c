@@ -10,6 +10,7 @@
 #include "backends/external/external_internal.h"
 
 #include <dlfcn.h>
+#include <stddef.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -21,6 +22,38 @@
 #include <unistd.h>
 
 #define PROBE_SECONDS 30
+
+/* Bytes of one swadiff_plugin_backend in a table of ABI version v: fields
+ * are only appended, so a version-1 entry ends where `tiles` begins (every
+ * field is pointer-aligned there, so no padding differs). */
+static size_t backend_stride(uint32_t v)
+{
+    return v == 1 ? offsetof(swadiff_plugin_backend, tiles) : sizeof(swadiff_plugin_backend);
+}
+
+/* Backend i of a validated-version table, widened to this header's layout
+ * (fields the plug-in's version lacks are zero). */
+static void backend_at(const swadiff_plugin *pl, int i, swadiff_plugin_backend *out)
+{
+    size_t stride = backend_stride(pl->abi_version);
+    memset(out, 0, sizeof *out);
+    memcpy(out, (const char *)pl->backends + (size_t)i * stride, stride);
+}
+
+/* NULL, or what is wrong with a declared tile shape. */
+static const char *bad_tiles(const swadiff_tile_shape *t, char *buf, size_t n)
+{
+    swa_tile_shape s;
+    memset(&s, 0, sizeof s);
+    s.num_q_rows = t->num_q_rows;
+    s.num_kv_keys = t->num_kv_keys;
+    s.gqa_packed = t->gqa_packed;
+    for (int i = 0; i < SWA_TILE_SHAPES_MAX; i++) { /* the ABI's arrays hold 4 as well */
+        s.q_rows[i] = t->q_rows[i];
+        s.kv_keys[i] = t->kv_keys[i];
+    }
+    return swa_tile_shape_check(&s, buf, n);
+}
 
 /* Loads path and validates its table.  Returns the table or NULL with why. */
 static const swadiff_plugin *load(const char *path, void **handle, char *why, size_t n)
@@ -44,10 +77,10 @@ static const swadiff_plugin *load(const char *path, void **handle, char *why, si
         snprintf(why, n, "%s: %s() returned NULL", path, SWADIFF_PLUGIN_ENTRY);
         return NULL;
     }
-    if (pl->abi_version != SWADIFF_PLUGIN_ABI_VERSION) {
-        snprintf(why, n, "%s: built for plug-in ABI version %u, this swadiff speaks version %d (rebuild it "
-                 "against this swadiff's include/swadiff/plugin.h)", path, pl->abi_version,
-                 SWADIFF_PLUGIN_ABI_VERSION);
+    if (pl->abi_version < SWADIFF_PLUGIN_ABI_OLDEST || pl->abi_version > SWADIFF_PLUGIN_ABI_VERSION) {
+        snprintf(why, n, "%s: built for plug-in ABI version %u, this swadiff speaks versions %d to %d (rebuild "
+                 "it against this swadiff's include/swadiff/plugin.h)", path, pl->abi_version,
+                 SWADIFF_PLUGIN_ABI_OLDEST, SWADIFF_PLUGIN_ABI_VERSION);
         return NULL;
     }
     if (pl->num_backends < 1 || pl->num_backends > SWA_EXTERNAL_MAX || !pl->backends) {
@@ -56,8 +89,11 @@ static const swadiff_plugin *load(const char *path, void **handle, char *why, si
         return NULL;
     }
     for (int i = 0; i < pl->num_backends; i++) {
-        const swadiff_plugin_backend *b = &pl->backends[i];
+        swadiff_plugin_backend entry;
+        backend_at(pl, i, &entry);
+        const swadiff_plugin_backend *b = &entry;
         const char *bad = NULL;
+        char tiles_why[200];
         if (!b->name || !*b->name || strlen(b->name) >= 96)
             bad = "has no name";
         for (const char *s = b->name; !bad && *s; s++)
@@ -70,6 +106,8 @@ static const swadiff_plugin *load(const char *path, void **handle, char *why, si
             bad = "has plan() without plan_free() or the reverse";
         if (!bad && b->memory != SWADIFF_MEM_HOST && b->memory != SWADIFF_MEM_CUDA && b->memory != SWADIFF_MEM_HIP)
             bad = "declares an unknown memory kind";
+        if (!bad && b->tiles)
+            bad = bad_tiles(b->tiles, tiles_why, sizeof tiles_why);
         if (bad) {
             snprintf(why, n, "%s: backend %d (\"%s\") %s", path, i, b->name ? b->name : "", bad);
             return NULL;
@@ -135,13 +173,19 @@ swa_status swa_plugin_probe(const char *path, ext_provider *prov, ext_backend *o
         } else {
             fprintf(w, "=%s\n", pl->name && *pl->name ? pl->name : "");
             for (int i = 0; i < pl->num_backends; i++) {
-                const swadiff_plugin_backend *b = &pl->backends[i];
+                swadiff_plugin_backend entry;
+                backend_at(pl, i, &entry);
+                const swadiff_plugin_backend *b = &entry;
                 char desc[200];
                 snprintf(desc, sizeof desc, "%s", b->description ? b->description : "");
                 for (char *c = desc; *c; c++)
                     if (*c == '\n' || *c == '\t')
                         *c = ' ';
-                fprintf(w, "%s\t%d\t%.17g\t%s\n", b->name, (int)b->memory, b->lse_base, desc);
+                const swadiff_tile_shape none = {0, {0}, -1, 0, {0}}, *t = b->tiles ? b->tiles : &none;
+                fprintf(w, "%s\t%d\t%.17g\t%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d\t%s\n", b->name, (int)b->memory,
+                        b->lse_base, t->num_q_rows, t->q_rows[0], t->q_rows[1], t->q_rows[2], t->q_rows[3],
+                        t->gqa_packed, t->num_kv_keys, t->kv_keys[0], t->kv_keys[1], t->kv_keys[2], t->kv_keys[3],
+                        desc);
             }
         }
         fclose(w);
@@ -194,13 +238,19 @@ swa_status swa_plugin_probe(const char *path, ext_provider *prov, ext_backend *o
         ext_backend *e = &out[*count];
         memset(e, 0, sizeof *e);
         char *f1 = strchr(line, '\t'), *f2 = f1 ? strchr(f1 + 1, '\t') : NULL, *f3 = f2 ? strchr(f2 + 1, '\t') : NULL;
-        if (!f3)
+        char *f4 = f3 ? strchr(f3 + 1, '\t') : NULL;
+        if (!f4)
             break;
-        *f1 = *f2 = *f3 = '\0';
+        *f1 = *f2 = *f3 = *f4 = '\0';
         snprintf(e->backend_name, sizeof e->backend_name, "%s", line);
         e->memory = atoi(f1 + 1);
         e->b.lse_base = strtod(f2 + 1, NULL);
-        snprintf(e->description, sizeof e->description, "%s", f3 + 1);
+        swa_tile_shape *t = &e->tiles;
+        if (sscanf(f3 + 1, "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &t->num_q_rows, &t->q_rows[0], &t->q_rows[1],
+                   &t->q_rows[2], &t->q_rows[3], &t->gqa_packed, &t->num_kv_keys, &t->kv_keys[0], &t->kv_keys[1],
+                   &t->kv_keys[2], &t->kv_keys[3]) != 11)
+            break;
+        snprintf(e->description, sizeof e->description, "%s", f4 + 1);
         (*count)++;
     }
     return SWA_OK;
@@ -213,6 +263,7 @@ typedef struct loaded {
     char path[1024];
     void *handle;
     const swadiff_plugin *table;
+    swadiff_plugin_backend backends[SWA_EXTERNAL_MAX]; /* table's, in this header's layout */
     char error[768];
 } loaded;
 static loaded cache[SWA_EXTERNAL_MAX];
@@ -234,14 +285,16 @@ static const swadiff_plugin_backend *plugin_backend(const ext_plan *p, swa_error
         memset(l, 0, sizeof *l);
         snprintf(l->path, sizeof l->path, "%s", prov->location);
         l->table = load(prov->location, &l->handle, l->error, sizeof l->error);
+        for (int i = 0; l->table && i < l->table->num_backends; i++)
+            backend_at(l->table, i, &l->backends[i]);
     }
     if (!l->table) {
         swa_error_set(err, SWA_ERR_INVALID, "plug-in %s: %s", prov->name, l->error);
         return NULL;
     }
     for (int i = 0; i < l->table->num_backends; i++)
-        if (strcmp(l->table->backends[i].name, p->e->backend_name) == 0)
-            return &l->table->backends[i];
+        if (strcmp(l->backends[i].name, p->e->backend_name) == 0)
+            return &l->backends[i];
     swa_error_set(err, SWA_ERR_INVALID, "plug-in %s no longer has a backend \"%s\"", prov->name, p->e->backend_name);
     return NULL;
 }

@@ -254,11 +254,11 @@ static swadiff_rc run_window_short(void *plan, const swadiff_problem *p,
 
 static const swadiff_plugin_backend backends[] = {
     {"exact", "per-element attention over the paged cache, double accumulation",
-     SWADIFF_MEM_HOST, LN_BASE, supports, NULL, run_exact, NULL},
+     SWADIFF_MEM_HOST, LN_BASE, supports, NULL, run_exact, NULL, NULL},
     {"exact_planned", "exact, with the visible key interval of each row computed in plan",
-     SWADIFF_MEM_HOST, LN_BASE, supports, plan_exact, run_exact, plan_free},
+     SWADIFF_MEM_HOST, LN_BASE, supports, plan_exact, run_exact, plan_free, NULL},
     {"window_short", "deliberately wrong: drops the oldest key of each window (L-1), to show a diagnosis",
-     SWADIFF_MEM_HOST, LN_BASE, supports, NULL, run_window_short, NULL},
+     SWADIFF_MEM_HOST, LN_BASE, supports, NULL, run_window_short, NULL, NULL},
 };
 
 static const swadiff_plugin plugin = {SWADIFF_PLUGIN_ABI_VERSION, "minimal",

@@ -21,13 +21,16 @@
  * a plug-in that cannot bound the right side must refuse a non-causal
  * problem with window_right >= 0 in supports(), never run it dense.
  * Chunked local attention (a case's attention_chunk_size) has no field in
- * ABI v1: swadiff does not give chunked cases to plug-ins, nor cases with
- * qo_len > kv_len (empty rows), so the v1 contract below still holds.
+ * the ABI (versions 1 and 2): swadiff does not give chunked cases to
+ * plug-ins, nor cases with qo_len > kv_len (empty rows), so the contract
+ * below holds.
  *
  * Versioning: SWADIFF_PLUGIN_ABI_VERSION changes whenever any struct here
- * changes (swadiff_plugin and swadiff_plugin_backend are read as arrays, so
- * even an appended field is a new version); swadiff refuses a plug-in built
- * for another version, naming both.  Enumerations travel as int32_t fields,
+ * changes (swadiff_plugin_backend is read as an array, so even an appended
+ * field is a new version).  Fields are only ever appended, and swadiff
+ * reads a table by the version it declares: it loads plug-ins built for
+ * version 1 (no `tiles` field) and version 2 (this header), and refuses
+ * any other version, naming both.  Enumerations travel as int32_t fields,
  * so the layout does not depend on the compiler's enum size.
  *
  * The contract, beyond the field comments:
@@ -45,7 +48,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SWADIFF_PLUGIN_ABI_VERSION 1
+#define SWADIFF_PLUGIN_ABI_VERSION 2
+#define SWADIFF_PLUGIN_ABI_OLDEST 1 /* the oldest version swadiff still loads */
 #define SWADIFF_PLUGIN_ENTRY "swadiff_plugin_entry"
 
 #ifdef __cplusplus
@@ -137,6 +141,21 @@ typedef struct swadiff_output {
     float *lse;  /* [total_qo][num_qo_heads] in lse_base, or NULL when not asked */
 } swadiff_output;
 
+/* The tile shape of a tiled kernel (optional, ABI 2).  `swadiff explain`
+ * uses it to score only the tile-granular mask hypotheses your kernel can
+ * show (a window mask applied per tile instead of per element): without
+ * it, every tile shape real kernels use is tried.  Unused entries are 0. */
+typedef struct swadiff_tile_shape {
+    int32_t num_q_rows;        /* entries of q_rows (0: query tiles not declared) */
+    int32_t q_rows[4];         /* query-tile heights the kernel picks from, 1..65536 */
+    int32_t gqa_packed;        /* 1: q_rows count packed rows, query row x qo head of a
+                                * group (FlashInfer's CTA_TILE_Q); 0: rows of one head
+                                * (FlashAttention); -1: either */
+    int32_t num_kv_keys;       /* entries of kv_keys (0: not declared) */
+    int32_t kv_keys[4];        /* KV-tile widths, 1..65536: a tile's KV start is
+                                * aligned down to one of them */
+} swadiff_tile_shape;
+
 typedef struct swadiff_plugin_backend {
     const char *name;          /* [A-Za-z0-9_.-]+, unique within the plug-in */
     const char *description;   /* one line */
@@ -154,10 +173,12 @@ typedef struct swadiff_plugin_backend {
     swadiff_rc (*run)(void *plan, const swadiff_problem *p, const swadiff_output *o, char *msg,
                       size_t msg_size);
     void (*plan_free)(void *plan); /* optional */
+    /* ABI 2.  Optional (NULL: not declared): the kernel's tile shape. */
+    const swadiff_tile_shape *tiles;
 } swadiff_plugin_backend;
 
 typedef struct swadiff_plugin {
-    uint32_t abi_version;      /* SWADIFF_PLUGIN_ABI_VERSION */
+    uint32_t abi_version;      /* SWADIFF_PLUGIN_ABI_VERSION (the layout of `backends`) */
     const char *name;          /* [A-Za-z0-9_.-]+ */
     int32_t num_backends;
     const swadiff_plugin_backend *backends;

@@ -1,5 +1,5 @@
-/* bad_abi.c — a plug-in built for another ABI version (abi_version =
- * SWADIFF_PLUGIN_ABI_VERSION + 41).  swadiff must refuse to load it, naming
+/* bad_abi.c — a plug-in built for an ABI version no swadiff speaks
+ * (abi_version = 42).  swadiff must refuse to load it, naming
  * both versions, and never call any of its functions. */
 #include <swadiff/plugin.h>
 
@@ -15,9 +15,9 @@ static swadiff_rc run(void *plan, const swadiff_problem *p, const swadiff_output
 
 static const swadiff_plugin_backend backends[] = {
     {"ok", "would be fine, but the table's ABI version is wrong", SWADIFF_MEM_HOST, 0.0, NULL,
-     NULL, run, NULL},
+     NULL, run, NULL, NULL},
 };
 
-static const swadiff_plugin plugin = {SWADIFF_PLUGIN_ABI_VERSION + 41, "bad_abi", 1, backends};
+static const swadiff_plugin plugin = {42, "bad_abi", 1, backends};
 
 SWADIFF_PLUGIN_EXPORT const swadiff_plugin *swadiff_plugin_entry(void) { return &plugin; }

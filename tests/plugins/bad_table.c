@@ -7,7 +7,7 @@
 
 static const swadiff_plugin_backend backends[] = {
     {"bad name", "run missing and a space in the name", SWADIFF_MEM_HOST, 0.0, NULL, NULL, NULL,
-     NULL},
+     NULL, NULL},
 };
 
 static const swadiff_plugin plugin = {SWADIFF_PLUGIN_ABI_VERSION, "bad_table", 1, backends};

@@ -17,7 +17,7 @@ static swadiff_rc run(void *plan, const swadiff_problem *p, const swadiff_output
 }
 
 static const swadiff_plugin_backend backends[] = {
-    {"segv", "writes through a NULL pointer", SWADIFF_MEM_HOST, 0.0, NULL, NULL, run, NULL},
+    {"segv", "writes through a NULL pointer", SWADIFF_MEM_HOST, 0.0, NULL, NULL, run, NULL, NULL},
 };
 
 static const swadiff_plugin plugin = {SWADIFF_PLUGIN_ABI_VERSION, "crash", 1, backends};

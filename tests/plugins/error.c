@@ -31,9 +31,9 @@ static swadiff_rc run_refuses(void *plan, const swadiff_problem *p, const swadif
 
 static const swadiff_plugin_backend backends[] = {
     {"fails", "run always fails with an error message", SWADIFF_MEM_HOST, 0.0, NULL, NULL,
-     run_fails, NULL},
+     run_fails, NULL, NULL},
     {"refuses", "supports refuses every problem", SWADIFF_MEM_HOST, 0.0, supports_refuses, NULL,
-     run_refuses, NULL},
+     run_refuses, NULL, NULL},
 };
 
 static const swadiff_plugin plugin = {SWADIFF_PLUGIN_ABI_VERSION, "error", 2, backends};

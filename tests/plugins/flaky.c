@@ -39,10 +39,10 @@ static swadiff_rc run_lse_only(void *plan, const swadiff_problem *p, const swadi
 
 static const swadiff_plugin_backend flaky_backends[] = {
     {"one_bit", "exact, but every second run flips one output bit", SWADIFF_MEM_HOST, LN_BASE, supports, NULL,
-     run_one_bit, NULL},
+     run_one_bit, NULL, NULL},
     {"lse_only", "exact, but every second run moves LSE entry 0 by one ulp", SWADIFF_MEM_HOST, LN_BASE, supports,
-     NULL, run_lse_only, NULL},
-    {"steady", "exact, the same bits every run", SWADIFF_MEM_HOST, LN_BASE, supports, NULL, run_exact, NULL},
+     NULL, run_lse_only, NULL, NULL},
+    {"steady", "exact, the same bits every run", SWADIFF_MEM_HOST, LN_BASE, supports, NULL, run_exact, NULL, NULL},
 };
 
 static const swadiff_plugin flaky = {SWADIFF_PLUGIN_ABI_VERSION, "flaky",

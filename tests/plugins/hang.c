@@ -16,7 +16,7 @@ static swadiff_rc run(void *plan, const swadiff_problem *p, const swadiff_output
 }
 
 static const swadiff_plugin_backend backends[] = {
-    {"sleep", "never returns", SWADIFF_MEM_HOST, 0.0, NULL, NULL, run, NULL},
+    {"sleep", "never returns", SWADIFF_MEM_HOST, 0.0, NULL, NULL, run, NULL, NULL},
 };
 
 static const swadiff_plugin plugin = {SWADIFF_PLUGIN_ABI_VERSION, "hang", 1, backends};

@@ -26,7 +26,7 @@ static swadiff_rc run(void *plan, const swadiff_problem *p, const swadiff_output
 
 static const swadiff_plugin_backend backends[] = {
     {"nan", "writes NaN into every output element and LSE", SWADIFF_MEM_HOST, 2.718281828459045,
-     NULL, NULL, run, NULL},
+     NULL, NULL, run, NULL, NULL},
 };
 
 static const swadiff_plugin plugin = {SWADIFF_PLUGIN_ABI_VERSION, "nan", 1, backends};

@@ -15,7 +15,7 @@ static swadiff_rc run(void *plan, const swadiff_problem *p, const swadiff_output
 
 static const swadiff_plugin_backend backends[] = {
     {"ok", "unreachable: the entry point has the wrong name", SWADIFF_MEM_HOST, 0.0, NULL, NULL,
-     run, NULL},
+     run, NULL, NULL},
 };
 
 static const swadiff_plugin plugin = {SWADIFF_PLUGIN_ABI_VERSION, "no_entry", 1, backends};

@@ -23,7 +23,7 @@ static swadiff_rc run(void *plan, const swadiff_problem *p, const swadiff_output
 
 static const swadiff_plugin_backend backends[] = {
     {"guard", "writes one element past the end of out", SWADIFF_MEM_HOST, 0.0, NULL, NULL, run,
-     NULL},
+     NULL, NULL},
 };
 
 static const swadiff_plugin plugin = {SWADIFF_PLUGIN_ABI_VERSION, "overflow", 1, backends};

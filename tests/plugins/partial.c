@@ -18,7 +18,7 @@ static swadiff_rc run(void *plan, const swadiff_problem *p, const swadiff_output
 
 static const swadiff_plugin_backend backends[] = {
     {"half", "writes only the first half of the output", SWADIFF_MEM_HOST, 0.0, NULL, NULL, run,
-     NULL},
+     NULL, NULL},
 };
 
 static const swadiff_plugin plugin = {SWADIFF_PLUGIN_ABI_VERSION, "partial", 1, backends};

@@ -12,6 +12,8 @@ registered), then on every run request:
   nan        answers with NaN everywhere (right shape and dtype)
   error      answers {"type": "error"} with a message
   badhello   (answers the handshake with protocol 2)
+  badtiles [JSON]  (declares the tile shape JSON, by default one with a KV-tile
+             width of 0, in the handshake)
 Standard library only (the .npy files are written by hand)."""
 import json
 import os
@@ -55,7 +57,9 @@ def write_npy(path, descr, shape, payload):
 
 hello = read_frame()
 write_frame({"type": "hello", "protocol": 2 if mode == "badhello" else 1, "adapter": "misbehave",
-             "backends": [{"name": mode, "description": "misbehaves: " + mode, "lse_base": "none"}]})
+             "backends": [dict({"name": mode, "description": "misbehaves: " + mode, "lse_base": "none"},
+                               **({"tiles": json.loads(sys.argv[2]) if len(sys.argv) > 2 else {"q_rows": [64], "kv_keys": [0]}}
+                                  if mode == "badtiles" else {}))]})
 while True:
     msg = read_frame()
     if msg["type"] == "bye":
