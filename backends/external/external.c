@@ -129,14 +129,14 @@ static swa_status ext_plan_fn(const swa_case *c, const swa_inputs *in, const swa
     }
     if (prov->kind == EXT_PLUGIN && c->chunk_size > 0)
         return swa_error_set(err, SWA_ERR_UNSUPPORTED,
-                             "%s: plug-in ABI v1 has no attention_chunk_size field, so a plug-in cannot see the "
-                             "chunk and would run plain causal attention; chunked cases are not given to plug-ins",
-                             e->full_name);
-    if (prov->kind == EXT_PLUGIN) /* ABI v1 promises kv_len >= qo_len */
+                             "%s: the plug-in ABI (version %d) has no attention_chunk_size field, so a plug-in "
+                             "cannot see the chunk and would run plain causal attention; chunked cases are not given "
+                             "to plug-ins", e->full_name, SWADIFF_PLUGIN_ABI_VERSION);
+    if (prov->kind == EXT_PLUGIN) /* the ABI promises kv_len >= qo_len */
         for (int r = 0; r < c->num_requests; r++)
             if (c->kv_len[r] < c->qo_len[r])
                 return swa_error_set(err, SWA_ERR_UNSUPPORTED,
-                                     "%s: request %d has qo_len %d > kv_len %d; plug-in ABI v1 promises kv_len "
+                                     "%s: request %d has qo_len %d > kv_len %d; the plug-in ABI promises kv_len "
                                      ">= qo_len, so such cases (empty rows) are not given to plug-ins",
                                      e->full_name, r, c->qo_len[r], c->kv_len[r]);
     char why[256];
