@@ -40,6 +40,25 @@ typedef struct swa_out_args {
     uint8_t guard_pattern;
 } swa_out_args;
 
+/* What a device hands an external backend that asks for its memory
+ * (include/swadiff/plugin.h, SWADIFF_MEM_CUDA / SWADIFF_MEM_HIP): device
+ * pointers into the case's device copy (uploaded once per case; NULL for
+ * an empty array), the stream every copy of the case goes to (a
+ * cudaStream_t / hipStream_t) and the device ordinal. */
+typedef struct swa_device_view {
+    const void *q, *k_pages, *v_pages, *k_ragged, *v_ragged;
+    const int *qo_indptr, *kv_indptr;                  /* swa_inputs' (kv_indptr: ragged rows) */
+    const int *page_indptr, *page_indices, *last_page_len; /* FlashInfer form */
+    const int *block_tables, *context_lens;            /* AITER / vLLM form */
+    void *stream;
+    int device;
+} swa_device_view;
+
+/* One call of an external backend on a device view; out and lse (NULL when
+ * not asked for) are the interiors of the guarded outputs on the device. */
+typedef swa_status (*swa_device_call_fn)(void *ctx, const swa_device_view *v, void *out, float *lse,
+                                         swa_error *err);
+
 typedef struct swa_device_ops {
     swa_device kind;
     const char *name;
@@ -80,6 +99,16 @@ typedef struct swa_device_ops {
      * for sm_90 image") and the engines it gets, '\n'-separated, for `list
      * devices`; NULL: describe() says it all */
     void (*describe_each)(char *buf, size_t n);
+    /* (optional) device memory for external backends: uploads the arrays
+     * only they read (once per case), copies the guarded outputs to the
+     * device, calls call(), synchronises the view's stream and copies the
+     * outputs back; then checks what a foreign kernel may have broken: work
+     * left on another stream, an input written or freed (restored, for the
+     * backends after it).  Each is an error naming `who` and the cause; a
+     * device fault is SWA_ERR_DEVICE.  NULL: the device has no memory of
+     * its own to hand out (host). */
+    swa_status (*external_run)(void *dev_inputs, const swa_inputs *in, const swa_out_args *o, bool want_lse,
+                               const char *who, swa_device_call_fn call, void *call_ctx, swa_error *err);
 } swa_device_ops;
 
 /* Called for warnings a backend emits at plan time (printed once, kept in

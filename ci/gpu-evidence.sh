@@ -9,7 +9,7 @@
 #   sanitize  ci/gpu-sanitize.sh                -> OUT/sanitize/
 #   peers     swadiff bench --device cuda --peers (PyTorch, JAX in the same run)
 #             -> OUT/bench-peers.{json,txt}
-#   test      the gpu-labelled test binary
+#   test      the gpu-labelled test binaries (gpu_test_kernels, gpu_test_plugins)
 # STEPS: comma-separated subset (default: run,fault,selftest,bench,test).
 set -uo pipefail
 out=${1:?usage: gpu-evidence.sh OUT_DIR [STEPS]}
@@ -61,4 +61,10 @@ if has test && [ -x "$sw/gpu_test_kernels" ]; then
   SWADIFF_BINARY="$sw/swadiff" SWADIFF_SOURCE_DIR="$root" timeout ${SWADIFF_T_TEST:-400} \
     "$sw/gpu_test_kernels" --jobs 1 --verbose > "$out/gpu_test.txt" 2>&1
   echo "gpu test: exit $?"; grep -E "Synthesis" "$out/gpu_test.txt"
+fi
+if has test && [ -x "$sw/gpu_test_plugins" ]; then
+  echo "== gpu plug-in test"
+  SWADIFF_BINARY="$sw/swadiff" SWADIFF_SOURCE_DIR="$root" SWADIFF_PLUGIN_DIR="$sw/plugins" \
+    timeout ${SWADIFF_T_TEST:-400} "$sw/gpu_test_plugins" --jobs 4 --verbose > "$out/gpu_test_plugins.txt" 2>&1
+  echo "gpu plug-in test: exit $?"; grep -E "Synthesis" "$out/gpu_test_plugins.txt"
 fi

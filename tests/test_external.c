@@ -27,6 +27,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "include/swadiff/plugin.h"
 #include "test_util.h"
 
 #define FIVE SWADIFF_SOURCE_DIR "/tests/data/cli/five.json"
@@ -160,7 +161,20 @@ static void broken_plugin(const char *file, const char *ns, const char *cause)
     cJSON_Delete(rep);
 }
 
-Test(external, plugin_with_wrong_abi_version) { broken_plugin("libbad_abi.so", "bad_abi", "ABI version 42"); }
+Test(external, plugin_with_wrong_abi_version)
+{
+    char want[160]; /* tests/plugins/bad_abi.c: version 42, and the versions this swadiff loads */
+    snprintf(want, sizeof want, "built for plug-in ABI version 42, this swadiff speaks versions %d to %d",
+             SWADIFF_PLUGIN_ABI_OLDEST, SWADIFF_PLUGIN_ABI_VERSION);
+    broken_plugin("libbad_abi.so", "bad_abi", want);
+}
+/* ABI 1 has no stream or device field: a version-1 backend that declares
+ * device memory could not run on the harness's stream, so the plug-in is
+ * refused, never called (tests/plugins/abi_v1_device.c). */
+Test(external, plugin_built_for_abi_version_1_declaring_device_memory_is_refused)
+{
+    broken_plugin("libabi_v1_device.so", "abi_v1_device", "declares device memory in plug-in ABI version 1");
+}
 Test(external, plugin_without_entry_point) { broken_plugin("libno_entry.so", "no_entry", "exports no swadiff_plugin_entry"); }
 Test(external, plugin_entry_returns_null) { broken_plugin("libnull_table.so", "null_table", "returned NULL"); }
 Test(external, plugin_with_bad_table) { broken_plugin("libbad_table.so", "bad_table", "has a name with characters"); }
@@ -235,6 +249,43 @@ Test(external, plugin_writing_past_the_output_fails_on_the_guard)
 Test(external, plugin_writing_half_the_output_fails_as_unwritten)
 {
     bad_plugin_run("libpartial.so", "partial:half", "failed", "Unwritten elements: 128 / 256", "", 1);
+}
+
+/* A backend that declares CUDA or HIP memory, under --device host: a skip
+ * that says which --device it needs, its functions never called (a call
+ * would be an error); the built-in backend of the same run passes.  The
+ * device side is tests/gpu_test_plugins.c. */
+Test(external, device_memory_backends_under_the_host_device_are_skips_naming_the_device)
+{
+    char args[1024];
+    snprintf(args, sizeof args, "run --device host --plugin %s/libdevice_memory.so --report %s -q %s",
+             SWADIFF_PLUGIN_DIR, tmpdir, FIVE);
+    int rc = swadiff(NULL, args);
+    cr_expect_eq(rc, 0, "exit %d:\n%s", rc, out);
+    cJSON *rep = report();
+    cr_expect_eq(count(rep, "device_memory:cuda", "skipped",
+                       "declares CUDA memory: run with --device cuda (this run's device is host)"), 5, "%s", out);
+    cr_expect_eq(count(rep, "device_memory:hip", "skipped", "declares HIP memory: run with --device hip"), 5, "%s",
+                 out);
+    cr_expect_eq(count(rep, "decode_fa2", "passed", NULL), 5);
+    cJSON_Delete(rep);
+}
+
+/* The host problem a host-memory backend gets is what plugin.h says
+ * (tests/plugins/fields.c answers with an error saying so, or naming the
+ * field that is not), over paged NHD and HND cases of several page sizes,
+ * ragged multi-request prefill and decode. */
+Test(external, host_problem_fields_are_as_documented)
+{
+    char args[1024];
+    snprintf(args, sizeof args, "run --device host --plugin %s/libfields.so --backend 'fields:*' --report %s -q %s "
+             "cases/window_edges.json cases/edge_pm1.json", SWADIFF_PLUGIN_DIR, tmpdir, FIVE);
+    swadiff(NULL, args);
+    cJSON *rep = report();
+    int ok = count(rep, "fields:host", "error", "host problem as documented");
+    cr_expect_gt(ok, 20, "%d results:\n%s", ok, out);
+    cr_expect_eq(ok, count(rep, "fields:host", "error", NULL), "every result says the problem is as documented");
+    cJSON_Delete(rep);
 }
 
 /* A misbehaving adapter: each of its results is an error naming the cause;

@@ -16,6 +16,7 @@
 #include "backends/cuda/cuda_internal.cuh"
 #include "backends/backend.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -329,10 +330,12 @@ static void cuda_release(void *dev_inputs)
     swa_cuda_inputs *d = (swa_cuda_inputs *)dev_inputs;
     if (!d) return;
     if (d->stream) cudaStreamSynchronize(d->stream);
-    void *ptrs[] = {d->q, d->k_pages, d->v_pages, d->k_ragged, d->v_ragged, d->page_indptr, d->page_indices};
+    void *ptrs[] = {d->q, d->k_pages, d->v_pages, d->k_ragged, d->v_ragged, d->page_indptr, d->page_indices,
+                    d->qo_indptr, d->kv_seq_indptr, d->last_page_len, d->block_tables, d->context_lens};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         if (ptrs[i]) cudaFree(ptrs[i]);
-    swa_dev_buf *bufs[] = {&d->ints, &d->partial_o, &d->partial_l, &d->out_region, &d->lse_region, &d->scratch};
+    swa_dev_buf *bufs[] = {&d->ints,       &d->partial_o, &d->partial_l, &d->out_region,
+                           &d->lse_region, &d->scratch,   &d->ext_sums};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) swa_dev_buf_free(bufs[i]);
     if (d->stream) cudaStreamDestroy(d->stream);
     cudaGetLastError(); /* release never fails; a sticky error was reported by the run */
@@ -804,6 +807,265 @@ static swa_status cuda_decode_aiter(const swa_decode_aiter_plan *p, void *dev_in
     return outputs_to_host(d, o, &od, err);
 }
 
+// ----------------------------------------------------------------------------
+// external backends in device memory (plug-ins that declare CUDA / HIP
+// memory, include/swadiff/plugin.h)
+//
+// A plug-in's kernel runs in swadiff's own context, on the case's stream,
+// over the case's own device copy.  What it may break is checked after each
+// call, in the order that keeps the checks themselves safe:
+//   1. work left on the legacy or per-thread default stream (queried at
+//      once: a later synchronisation would hide it);
+//   2. the case's stream synchronised: a fault is SWA_ERR_DEVICE, and the
+//      worker restarts (the context is gone);
+//   3. every harness buffer still allocated (a freed one is allocated and
+//      uploaded again: its old address must not be read);
+//   4. the outputs copied back, the whole device synchronised, the outputs
+//      copied again: a difference is work the given stream did not cover;
+//   5. each input's checksum against the one taken at the first external
+//      run of the case: a changed input is copied again from the host.
+// Every finding is the call's error; the inputs are as uploaded afterwards,
+// so the next backends and cases see what they would have seen.
+
+typedef struct ext_input {
+    const char *name; /* as include/swadiff/plugin.h names it */
+    void **dev;
+    const void *host;
+    size_t bytes;
+} ext_input;
+
+/* The case's device inputs an external backend reads, in the ABI's names;
+ * sizes as cuda_upload_inner uploads them (0: nothing on the device). */
+static int ext_inputs(swa_cuda_inputs *d, const swa_inputs *in, ext_input *e)
+{
+    size_t row = (size_t)in->head_dim * swa_dtype_size(in->dtype), I = sizeof(int);
+    const swa_paged_kv *pk = &in->paged;
+    size_t pool = (size_t)pk->num_pages * pk->page_size * pk->num_kv_heads * row;
+    size_t ragged = (size_t)in->total_kv * in->num_kv_heads * row;
+    size_t B = (size_t)in->num_requests;
+    const ext_input all[SWA_CUDA_EXT_INPUTS] = {
+        {"q", &d->q, in->q_raw, (size_t)in->total_qo * in->num_qo_heads * row},
+        {"k_cache", &d->k_pages, pk->k_pages, pool},
+        {"v_cache", &d->v_pages, pk->v_pages, pool},
+        {"k", &d->k_ragged, in->k_raw, ragged},
+        {"v", &d->v_ragged, in->v_raw, ragged},
+        {"kv_indptr", (void **)&d->page_indptr, pk->indptr, pk->indptr ? (B + 1) * I : 0},
+        {"kv_indices", (void **)&d->page_indices, pk->indices, pk->indptr ? (size_t)pk->indptr[B] * I : 0},
+        {"qo_indptr", (void **)&d->qo_indptr, in->qo_indptr, in->qo_indptr ? (B + 1) * I : 0},
+        {"kv_seq_indptr", (void **)&d->kv_seq_indptr, in->kv_indptr, in->kv_indptr ? (B + 1) * I : 0},
+        {"kv_last_page_len", (void **)&d->last_page_len, pk->last_page_len, pk->last_page_len ? B * I : 0},
+        {"block_tables", (void **)&d->block_tables, pk->block_tables,
+         pk->block_tables ? B * (size_t)pk->max_blocks_per_seq * I : 0},
+        {"context_lens", (void **)&d->context_lens, pk->context_lens, pk->context_lens ? B * I : 0},
+    };
+    int n = 0;
+    for (int i = 0; i < SWA_CUDA_EXT_INPUTS; i++)
+        e[n++] = all[i].host ? all[i] : ext_input{all[i].name, all[i].dev, NULL, 0};
+    return n;
+}
+
+/* splitmix64's finaliser: every input bit reaches every output bit */
+__device__ __forceinline__ unsigned long long ext_mix(unsigned long long x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* Sum of mix(word + position): position-dependent, so moved bytes count. */
+__global__ void ext_checksum_kernel(const unsigned char *p, size_t bytes, unsigned long long *sum)
+{
+    const unsigned long long *w = (const unsigned long long *)p; /* cudaMalloc: 256-byte aligned */
+    size_t words = bytes / 8, stride = (size_t)gridDim.x * blockDim.x;
+    unsigned long long acc = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < words; i += stride)
+        acc += ext_mix(w[i] + i * 0x9e3779b97f4a7c15ull);
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        for (size_t b = words * 8; b < bytes; b++) acc += ext_mix(p[b] + (b << 40));
+    atomicAdd(sum, acc);
+}
+
+static swa_status ext_checksums(swa_cuda_inputs *d, const ext_input *e, int n, const bool *skip,
+                                unsigned long long *sums, swa_error *err)
+{
+    swa_status st = swa_dev_buf_reserve(&d->ext_sums, SWA_CUDA_EXT_INPUTS * sizeof(unsigned long long), err);
+    if (st) return st;
+    unsigned long long *dev = (unsigned long long *)d->ext_sums.ptr;
+    SWA_CUDA_TRY(cudaMemsetAsync(dev, 0, SWA_CUDA_EXT_INPUTS * sizeof(unsigned long long), d->stream));
+    for (int i = 0; i < n; i++) {
+        if (!*e[i].dev || !e[i].bytes || (skip && skip[i])) continue;
+        size_t blocks = (e[i].bytes / 8 + 255) / 256;
+        ext_checksum_kernel<<<(unsigned)(blocks < 1 ? 1 : blocks > 1024 ? 1024 : blocks), 256, 0, d->stream>>>(
+            (const unsigned char *)*e[i].dev, e[i].bytes, dev + i);
+        SWA_CUDA_TRY_LAUNCH("ext_checksum_kernel");
+    }
+    SWA_CUDA_TRY(cudaMemcpyAsync(sums, dev, SWA_CUDA_EXT_INPUTS * sizeof(unsigned long long), cudaMemcpyDeviceToHost,
+                                 d->stream));
+    SWA_CUDA_TRY(cudaStreamSynchronize(d->stream));
+    return SWA_OK;
+}
+
+/* Whether p is still the start of a device allocation of this process
+ * (a buffer the plug-in freed is not). */
+static bool ext_alive(const void *p)
+{
+    cudaPointerAttributes a;
+    memset(&a, 0, sizeof a);
+    cudaError_t rc = cudaPointerGetAttributes(&a, p);
+    cudaGetLastError(); /* an unknown pointer is an answer, not an error */
+#if defined(SWADIFF_HIP_BUILD)
+    return rc == cudaSuccess && a.devicePointer != NULL;
+#else
+    return rc == cudaSuccess && a.type == cudaMemoryTypeDevice;
+#endif
+}
+
+/* Appends "; " and a formatted finding to buf. */
+static void ext_note(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void ext_note(char *buf, size_t n, const char *fmt, ...)
+{
+    size_t used = strlen(buf);
+    if (used + 3 >= n) return;
+    if (used) {
+        memcpy(buf + used, "; ", 3);
+        used += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + used, n - used, fmt, ap);
+    va_end(ap);
+}
+
+/* Prefixes a device error raised after the call with who. */
+static swa_status ext_after(swa_status st, const char *who, swa_error *err)
+{
+    char msg[sizeof err->message];
+    snprintf(msg, sizeof msg, "%s", err->message);
+    return swa_error_set(err, st, "%s: after run() returned: %s", who, msg);
+}
+
+static swa_status cuda_external_run(void *dev_inputs, const swa_inputs *in, const swa_out_args *o, bool want_lse,
+                                    const char *who, swa_device_call_fn call, void *call_ctx, swa_error *err)
+{
+    swa_cuda_inputs *d = (swa_cuda_inputs *)dev_inputs;
+    ext_input e[SWA_CUDA_EXT_INPUTS];
+    int n = ext_inputs(d, in, e);
+    swa_status st;
+    if (!d->ext_ready) { /* once per case: the arrays cuda_upload leaves out, then the reference checksums */
+        for (int i = 0; i < n; i++)
+            if (!*e[i].dev && e[i].bytes && (st = upload_bytes(d->stream, e[i].dev, e[i].host, e[i].bytes, err)))
+                return st;
+        if ((st = ext_checksums(d, e, n, NULL, d->ext_sum, err))) return st;
+        d->ext_ready = true;
+    }
+    out_dev od;
+    if ((st = outputs_to_device(d, o, want_lse, &od, err))) return st;
+    SWA_CUDA_TRY(cudaStreamSynchronize(d->stream)); /* the poison is in place whatever stream the call uses */
+    swa_device_view v;
+    memset(&v, 0, sizeof v);
+    v.q = d->q;
+    v.k_pages = d->k_pages;
+    v.v_pages = d->v_pages;
+    v.k_ragged = d->k_ragged;
+    v.v_ragged = d->v_ragged;
+    v.qo_indptr = d->qo_indptr;
+    v.kv_indptr = d->kv_seq_indptr;
+    v.page_indptr = d->page_indptr;
+    v.page_indices = d->page_indices;
+    v.last_page_len = d->last_page_len;
+    v.block_tables = d->block_tables;
+    v.context_lens = d->context_lens;
+    v.stream = (void *)d->stream;
+    SWA_CUDA_TRY(cudaGetDevice(&v.device));
+
+    swa_error call_err = {SWA_OK, ""};
+    swa_status call_st = call(call_ctx, &v, od.out, od.lse, &call_err);
+    char found[SWA_MSG_MAX] = "";
+
+    /* 1. the default streams, before anything here waits */
+    cudaStream_t defaults[2] = {SWA_LEGACY_STREAM, cudaStreamPerThread};
+    const char *default_names[2] = {"the legacy default stream (stream 0)", "the per-thread default stream"};
+    for (int i = 0; i < 2; i++)
+        if (cudaStreamQuery(defaults[i]) == cudaErrorNotReady)
+            ext_note(found, sizeof found, "run() returned with work still running on %s: enqueue on "
+                     "problem->stream or synchronise before returning", default_names[i]);
+    cudaGetLastError(); /* a query's error is not the call's */
+    /* 2. the call's work on the given stream; a fault ends the context */
+    cudaError_t rc = cudaStreamSynchronize(d->stream);
+    if (rc != cudaSuccess)
+        return ext_after(swa_cuda_fail(err, rc, "cudaStreamSynchronize(problem->stream)", __FILE__, __LINE__), who,
+                         err);
+    /* 3. every buffer of the case still allocated */
+    bool restored[SWA_CUDA_EXT_INPUTS] = {false};
+    for (int i = 0; i < n; i++) {
+        if (!*e[i].dev || ext_alive(*e[i].dev)) continue;
+        ext_note(found, sizeof found, "run() freed swadiff's input %s (inputs belong to swadiff: free only what the "
+                 "plug-in allocated); it was allocated and uploaded again", e[i].name);
+        *e[i].dev = NULL; /* the old address is no longer ours to free */
+        if ((st = upload_bytes(d->stream, e[i].dev, e[i].host, e[i].bytes, err))) return ext_after(st, who, err);
+        restored[i] = true;
+    }
+    swa_dev_buf *work[] = {&d->ints, &d->partial_o, &d->partial_l, &d->out_region, &d->lse_region, &d->scratch};
+    const char *work_names[] = {"plan arrays", "split-KV partial outputs", "split-KV partial LSE", "out",
+                                "lse", "scratch"};
+    bool outputs_gone = false;
+    for (size_t i = 0; i < sizeof work / sizeof work[0]; i++) {
+        if (!work[i]->ptr || ext_alive(work[i]->ptr)) continue;
+        ext_note(found, sizeof found, "run() freed swadiff's %s buffer", work_names[i]);
+        outputs_gone |= work[i] == &d->out_region || work[i] == &d->lse_region;
+        work[i]->ptr = NULL; /* allocated afresh at its next use */
+        work[i]->bytes = 0;
+    }
+    /* 4. the outputs, after the given stream and after the whole device */
+    if (!outputs_gone) {
+        if ((st = outputs_to_host(d, o, &od, err))) return ext_after(st, who, err);
+        rc = cudaDeviceSynchronize();
+        if (rc != cudaSuccess)
+            return ext_after(swa_cuda_fail(err, rc, "cudaDeviceSynchronize()", __FILE__, __LINE__), who, err);
+        size_t g = o->guard_bytes;
+        const void *regions[2] = {(const uint8_t *)o->out - g, od.lse ? (const uint8_t *)o->lse - g : NULL};
+        const void *dev_regions[2] = {d->out_region.ptr, d->lse_region.ptr};
+        size_t sizes[2] = {o->out_bytes + 2 * g, o->lse_bytes + 2 * g};
+        const char *names[2] = {"out", "lse"};
+        for (int i = 0; i < 2; i++) {
+            if (!regions[i]) continue;
+            uint8_t *again = (uint8_t *)malloc(sizes[i]);
+            if (!again) return swa_error_set(err, SWA_ERR_NOMEM, "%s: no host memory to check %s", who, names[i]);
+            rc = cudaMemcpyAsync(again, dev_regions[i], sizes[i], cudaMemcpyDeviceToHost, d->stream);
+            if (rc == cudaSuccess) rc = cudaStreamSynchronize(d->stream);
+            bool differs = rc == cudaSuccess && memcmp(again, regions[i], sizes[i]) != 0;
+            free(again);
+            if (rc != cudaSuccess)
+                return ext_after(swa_cuda_fail(err, rc, "copying the outputs again", __FILE__, __LINE__), who, err);
+            if (differs)
+                ext_note(found, sizeof found, "%s still changed after problem->stream was synchronised: run() "
+                         "returned while work on another stream was writing it (enqueue on problem->stream, or "
+                         "synchronise your own stream before returning)", names[i]);
+        }
+    }
+    /* 5. the inputs as uploaded */
+    unsigned long long now[SWA_CUDA_EXT_INPUTS];
+    if ((st = ext_checksums(d, e, n, restored, now, err))) return ext_after(st, who, err);
+    for (int i = 0; i < n; i++) {
+        if (restored[i] || !*e[i].dev || !e[i].bytes || now[i] == d->ext_sum[i]) continue;
+        ext_note(found, sizeof found, "run() wrote into swadiff's input %s (inputs are const); it was restored from "
+                 "the host copy", e[i].name);
+        rc = cudaMemcpyAsync(*e[i].dev, e[i].host, e[i].bytes, cudaMemcpyHostToDevice, d->stream);
+        if (rc != cudaSuccess)
+            return ext_after(swa_cuda_fail(err, rc, "restoring an input", __FILE__, __LINE__), who, err);
+    }
+    SWA_CUDA_TRY(cudaStreamSynchronize(d->stream)); /* the restores land before the host copies can change */
+    if (!found[0]) {
+        if (call_st != SWA_OK) *err = call_err;
+        return call_st;
+    }
+    if (call_st != SWA_OK)
+        return swa_error_set(err, SWA_ERR_INVALID, "%s; and %s", call_err.message, found);
+    return swa_error_set(err, SWA_ERR_INVALID, "%s: %s", who, found);
+}
+
 #if defined(SWADIFF_HIP_BUILD)
 #define SWA_DEVICE_KIND SWA_DEVICE_HIP
 #else
@@ -827,6 +1089,7 @@ extern "C" const swa_device_ops SWA_DEV_SYM(device_ops) = {
     cuda_memory,
     swa_cuda_last_kernel,
     cuda_describe_each,
+    cuda_external_run,
 };
 #endif
 

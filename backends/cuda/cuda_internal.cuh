@@ -221,6 +221,10 @@ static inline void swa_dev_buf_free(swa_dev_buf *b)
     b->bytes = 0;
 }
 
+/* The device buffers of a case an external backend reads (q, the caches,
+ * ragged K/V and seven index arrays). */
+#define SWA_CUDA_EXT_INPUTS 12
+
 /* Everything a case keeps on the device between plan runs. */
 typedef struct swa_cuda_inputs {
     swa_dtype dtype;
@@ -231,6 +235,13 @@ typedef struct swa_cuda_inputs {
     int *page_indptr, *page_indices;
     cudaStream_t stream;
     swa_dev_buf ints, partial_o, partial_l, out_region, lse_region, scratch;
+    /* external backends in device memory (cuda_external_run): the index
+     * arrays only they read, uploaded at the case's first external run,
+     * and every input's checksum taken then */
+    int *qo_indptr, *kv_seq_indptr, *last_page_len, *block_tables, *context_lens;
+    bool ext_ready;
+    unsigned long long ext_sum[SWA_CUDA_EXT_INPUTS];
+    swa_dev_buf ext_sums;
 } swa_cuda_inputs;
 
 /* Plan -> kernel parameters: packs the plan's arrays into d->ints (one

@@ -75,6 +75,14 @@
 #define cudaFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
 #define cudaDeviceSynchronize hipDeviceSynchronize
 #define cudaSetDevice hipSetDevice
+#define cudaGetDevice hipGetDevice
+#define cudaStreamQuery hipStreamQuery
+#define cudaErrorNotReady hipErrorNotReady
+#define cudaStreamPerThread hipStreamPerThread
+#define cudaPointerGetAttributes hipPointerGetAttributes
+#define cudaPointerAttributes hipPointerAttribute_t
+/* HIP's null stream is its legacy default stream */
+#define SWA_LEGACY_STREAM ((hipStream_t)0)
 #define CUDART_INF_F __builtin_huge_valf()
 typedef __half swa_half_t;
 /* ROCm 5.2 ships no hip_bf16.h: bf16 is 16 bits of storage here and the
@@ -108,6 +116,7 @@ typedef struct swa_bf16_bits {
 #include <cuda_bf16.h>
 typedef __half swa_half_t;
 typedef __nv_bfloat16 swa_bf16_t;
+#define SWA_LEGACY_STREAM cudaStreamLegacy
 /* NVIDIA warps are 32 lanes on every target we build for. */
 #define SWA_WARP_SIZE 32
 #define SWA_FULL_WARP_MASK 0xffffffffu

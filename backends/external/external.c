@@ -103,7 +103,7 @@ static void build_problem(ext_plan *p)
     q->sm_scale = (float)c->sm_scale;
     q->soft_cap = (float)c->soft_cap;
     q->return_lse = 0;
-    q->qo_indptr = in->qo_indptr;
+    q->qo_indptr = q->qo_indptr_dev = in->qo_indptr;
     q->qo_len = p->qo_len;
     q->kv_len = in->paged.context_lens;
     q->q = in->q_raw;
@@ -121,6 +121,8 @@ static void build_problem(ext_plan *p)
     q->max_blocks_per_seq = in->paged.max_blocks_per_seq;
     q->block_tables = q->block_tables_dev = in->paged.block_tables;
     q->context_lens = q->context_lens_dev = in->paged.context_lens;
+    q->stream = NULL; /* host memory; a device-memory plug-in gets its device view at run (plugin.c) */
+    q->device = -1;
 }
 
 static swa_status ext_plan_fn(const swa_case *c, const swa_inputs *in, const swa_plan_opts *o, void **plan,
@@ -141,9 +143,9 @@ static swa_status ext_plan_fn(const swa_case *c, const swa_inputs *in, const swa
     }
     if (prov->kind == EXT_PLUGIN && c->chunk_size > 0)
         return swa_error_set(err, SWA_ERR_UNSUPPORTED,
-                             "%s: the plug-in ABI has no attention_chunk_size field, so a plug-in cannot see the "
-                             "chunk and would run plain causal attention; chunked cases are not given to plug-ins",
-                             e->full_name);
+                             "%s: the plug-in ABI (version %d) has no attention_chunk_size field, so a plug-in "
+                             "cannot see the chunk and would run plain causal attention; chunked cases are not given "
+                             "to plug-ins", e->full_name, SWADIFF_PLUGIN_ABI_VERSION);
     if (prov->kind == EXT_PLUGIN) /* the ABI promises kv_len >= qo_len */
         for (int r = 0; r < c->num_requests; r++)
             if (c->kv_len[r] < c->qo_len[r])
@@ -151,6 +153,9 @@ static swa_status ext_plan_fn(const swa_case *c, const swa_inputs *in, const swa
                                      "%s: request %d has qo_len %d > kv_len %d; the plug-in ABI promises kv_len "
                                      ">= qo_len, so such cases (empty rows) are not given to plug-ins",
                                      e->full_name, r, c->qo_len[r], c->kv_len[r]);
+    char why[256];
+    if (prov->kind == EXT_PLUGIN && swa_plugin_memory_unsupported(e->memory, o->device, why, sizeof why))
+        return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s %s", e->full_name, why);
     if (c->return_lse && e->b.lse_base == 0)
         return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s returns no LSE and the case asks for one",
                              e->full_name);
@@ -168,6 +173,7 @@ static swa_status ext_plan_fn(const swa_case *c, const swa_inputs *in, const swa
     p->prov = prov;
     p->c = c;
     p->in = in;
+    p->device = o->device;
     p->lse_base = e->b.lse_base;
     build_problem(p);
     swa_status st = prov->kind == EXT_PLUGIN ? swa_plugin_plan(p, err) : SWA_OK;
@@ -189,14 +195,15 @@ static double ext_run_lse_base(const void *plan, const swa_run_opts *r)
 static swa_status ext_run(void *plan, void *dev_inputs, const swa_run_opts *r, const swa_out_args *o,
                           swa_error *err)
 {
-    (void)dev_inputs; /* external backends read the host inputs and stage them themselves */
     ext_plan *p = plan;
     if (r && r->window_left_set && r->window_left != p->c->window_left)
         return swa_error_set(err, SWA_ERR_INVALID, "%s: run window_left=%d differs from the planned %d",
                              p->e->full_name, r->window_left, p->c->window_left);
     bool write_lse = r && r->return_lse && o->lse && p->e->b.lse_base != 0;
     p->problem.return_lse = write_lse;
-    return providers[p->e->provider].kind == EXT_PLUGIN ? swa_plugin_run(p, o, write_lse, err)
+    /* adapters and host-memory plug-ins read the host inputs; device-memory
+     * plug-ins the case's device copy, dev_inputs */
+    return providers[p->e->provider].kind == EXT_PLUGIN ? swa_plugin_run(p, dev_inputs, o, write_lse, err)
                                                          : swa_adapter_run(p, o, write_lse, err);
 }
 

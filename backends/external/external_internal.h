@@ -34,9 +34,11 @@ typedef struct ext_plan {
     const ext_provider *prov; /* e's provider */
     const swa_case *c;
     const swa_inputs *in;
+    const swa_device_ops *device; /* the run's device (device-memory plug-ins run through it) */
     swadiff_problem problem;
     int32_t *qo_len;          /* [B] */
     void *provider_plan;      /* a plug-in's own plan */
+    bool planned;             /* device memory: supports() and plan() ran (at the first run) */
     double lse_base;          /* of what run wrote */
 } ext_plan;
 
@@ -47,7 +49,9 @@ const char *swa_tile_shape_check(const swa_tile_shape *t, char *buf, size_t n);
 swa_status swa_plugin_probe(const char *path, ext_provider *prov, ext_backend *out, int max, int *count,
                             char *why, size_t n);
 swa_status swa_plugin_plan(ext_plan *p, swa_error *err);
-swa_status swa_plugin_run(ext_plan *p, const swa_out_args *o, bool write_lse, swa_error *err);
+swa_status swa_plugin_run(ext_plan *p, void *dev_inputs, const swa_out_args *o, bool write_lse, swa_error *err);
+/* NULL when a plug-in backend declaring `memory` can run on dev; else why not */
+const char *swa_plugin_memory_unsupported(int memory, const swa_device_ops *dev, char *buf, size_t n);
 void swa_plugin_plan_free(ext_plan *p);
 
 /* adapter.c */

@@ -106,6 +106,9 @@ static const swadiff_plugin *load(const char *path, void **handle, char *why, si
             bad = "has plan() without plan_free() or the reverse";
         if (!bad && b->memory != SWADIFF_MEM_HOST && b->memory != SWADIFF_MEM_CUDA && b->memory != SWADIFF_MEM_HIP)
             bad = "declares an unknown memory kind";
+        if (!bad && pl->abi_version < 2 && b->memory != SWADIFF_MEM_HOST)
+            bad = "declares device memory in plug-in ABI version 1, which has no stream or device field (rebuild it "
+                  "against this swadiff's include/swadiff/plugin.h, version 2)";
         if (!bad && b->tiles)
             bad = bad_tiles(b->tiles, tiles_why, sizeof tiles_why);
         if (bad) {
@@ -310,14 +313,27 @@ static swa_status rc_status(swadiff_rc rc, const ext_plan *p, const char *what, 
                          msg[0] ? msg : (rc == SWADIFF_RC_ERROR ? "no message" : "unknown return code"));
 }
 
-swa_status swa_plugin_plan(ext_plan *p, swa_error *err)
+const char *swa_plugin_memory_unsupported(int memory, const swa_device_ops *dev, char *buf, size_t n)
 {
-    const swadiff_plugin_backend *b = plugin_backend(p, err);
-    if (!b)
-        return err->status;
-    if (b->memory != SWADIFF_MEM_HOST)
-        return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s wants %s memory; this swadiff hands plug-ins host "
-                             "memory only", p->e->full_name, b->memory == SWADIFF_MEM_CUDA ? "CUDA" : "HIP");
+    if (memory == SWADIFF_MEM_HOST)
+        return NULL;
+    const char *want = memory == SWADIFF_MEM_CUDA ? "cuda" : "hip";
+    swa_device kind = memory == SWADIFF_MEM_CUDA ? SWA_DEVICE_CUDA : SWA_DEVICE_HIP;
+    if (!dev || dev->kind != kind) {
+        snprintf(buf, n, "declares %s memory: run with --device %s (this run's device is %s)",
+                 memory == SWADIFF_MEM_CUDA ? "CUDA" : "HIP", want, dev ? dev->name : "none");
+        return buf;
+    }
+    if (!dev->external_run) {
+        snprintf(buf, n, "declares %s memory, and this swadiff's %s device hands out none", want, dev->name);
+        return buf;
+    }
+    return NULL;
+}
+
+/* supports() then plan(), on the problem run will see. */
+static swa_status plan_with(ext_plan *p, const swadiff_plugin_backend *b, swa_error *err)
+{
     char msg[512] = "";
     if (b->supports) {
         swa_status st = rc_status(b->supports(&p->problem, msg, sizeof msg), p, "supports()", msg, err);
@@ -331,14 +347,73 @@ swa_status swa_plugin_plan(ext_plan *p, swa_error *err)
     return SWA_OK;
 }
 
-swa_status swa_plugin_run(ext_plan *p, const swa_out_args *o, bool write_lse, swa_error *err)
+swa_status swa_plugin_plan(ext_plan *p, swa_error *err)
 {
     const swadiff_plugin_backend *b = plugin_backend(p, err);
     if (!b)
         return err->status;
-    swadiff_output out = {sizeof out, o->out, write_lse ? o->lse : NULL};
+    if (b->memory != p->e->memory) /* the probe and the worker's load disagree */
+        return swa_error_set(err, SWA_ERR_INVALID, "plug-in %s: backend %s declared memory %d when probed and %d "
+                             "when loaded", p->prov->name, p->e->backend_name, p->e->memory, (int)b->memory);
+    /* device memory: supports() and plan() see the device problem, which
+     * exists only once the case is on the device (swa_plugin_run) */
+    return b->memory == SWADIFF_MEM_HOST ? plan_with(p, b, err) : SWA_OK;
+}
+
+static swa_status run_with(ext_plan *p, const swadiff_plugin_backend *b, void *out, float *lse, swa_error *err)
+{
+    swadiff_output o = {sizeof o, out, lse};
     char msg[512] = "";
-    return rc_status(b->run(p->provider_plan, &p->problem, &out, msg, sizeof msg), p, "run()", msg, err);
+    return rc_status(b->run(p->provider_plan, &p->problem, &o, msg, sizeof msg), p, "run()", msg, err);
+}
+
+typedef struct device_call {
+    ext_plan *p;
+    const swadiff_plugin_backend *b;
+} device_call;
+
+/* The device's callback: the problem in device memory, then the plug-in's
+ * supports() and plan() (the first time) and run(). */
+static swa_status on_device(void *ctx, const swa_device_view *v, void *out, float *lse, swa_error *err)
+{
+    device_call *dc = ctx;
+    swadiff_problem *q = &dc->p->problem;
+    q->memory = dc->b->memory;
+    q->q = v->q;
+    q->k = v->k_ragged;
+    q->v = v->v_ragged;
+    q->k_cache = v->k_pages;
+    q->v_cache = v->v_pages;
+    q->qo_indptr_dev = v->qo_indptr;
+    q->kv_seq_indptr_dev = v->kv_indptr;
+    q->kv_indptr_dev = v->page_indptr;
+    q->kv_indices_dev = v->page_indices;
+    q->kv_last_page_len_dev = v->last_page_len;
+    q->block_tables_dev = v->block_tables;
+    q->context_lens_dev = v->context_lens;
+    q->stream = v->stream;
+    q->device = v->device;
+    if (!dc->p->planned) {
+        swa_status st = plan_with(dc->p, dc->b, err);
+        if (st != SWA_OK)
+            return st;
+        dc->p->planned = true;
+    }
+    return run_with(dc->p, dc->b, out, lse, err);
+}
+
+swa_status swa_plugin_run(ext_plan *p, void *dev_inputs, const swa_out_args *o, bool write_lse, swa_error *err)
+{
+    const swadiff_plugin_backend *b = plugin_backend(p, err);
+    if (!b)
+        return err->status;
+    if (b->memory == SWADIFF_MEM_HOST)
+        return run_with(p, b, o->out, write_lse ? o->lse : NULL, err);
+    char why[256];
+    if (swa_plugin_memory_unsupported(b->memory, p->device, why, sizeof why)) /* planned for another device */
+        return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s %s", p->e->full_name, why);
+    device_call dc = {p, b};
+    return p->device->external_run(dev_inputs, p->in, o, write_lse, p->e->full_name, on_device, &dc, err);
 }
 
 void swa_plugin_plan_free(ext_plan *p)

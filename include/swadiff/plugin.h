@@ -29,17 +29,51 @@
  * changes (swadiff_plugin_backend is read as an array, so even an appended
  * field is a new version).  Fields are only ever appended, and swadiff
  * reads a table by the version it declares: it loads plug-ins built for
- * version 1 (no `tiles` field) and version 2 (this header), and refuses
- * any other version, naming both.  Enumerations travel as int32_t fields,
- * so the layout does not depend on the compiler's enum size.
+ * version 1 and version 2 (this header), and refuses any other version,
+ * naming both.  Version 2 appended `tiles` to swadiff_plugin_backend and
+ * qo_indptr_dev, stream and device to swadiff_problem (device memory); a
+ * version-1 backend that declares device memory is skipped (it cannot
+ * know the stream).  Enumerations travel as int32_t fields, so the layout
+ * does not depend on the compiler's enum size.
  *
  * The contract, beyond the field comments:
  *  - num_qo_heads is a multiple of num_kv_heads.
  *  - lse is log_base(sum over visible keys of exp(s)), s after sm_scale and
  *    the soft cap; a row with no visible key has output 0 and lse -inf.
- *  - For host memory the *_dev pointers equal the host ones.
+ *  - For host memory the *_dev pointers equal the host ones, stream is NULL
+ *    and device is -1.
  *  - A plan may keep pointers into the problem: the problem and its arrays
  *    live until plan_free.
+ *  - Inputs are const: never write into q, k, v, the caches or an index
+ *    array, in any memory, and never free anything swadiff allocated (the
+ *    inputs, out, lse).  Free what you allocate, in plan_free or before run
+ *    returns.
+ *
+ * Device memory (a backend whose memory is SWADIFF_MEM_CUDA or
+ * SWADIFF_MEM_HIP; it runs only under `swadiff run --device cuda` or
+ * `--device hip` respectively, and is skipped with that reason elsewhere):
+ *  - Every tensor and every *_dev index array is a device pointer of the
+ *    device `device`, which is current when supports, plan, run and
+ *    plan_free are called.  The case's inputs are uploaded once and shared
+ *    by every backend of the case; the host index arrays stay valid.
+ *  - supports and plan see the device problem too (they are called in the
+ *    worker, after the upload, just before the first run of a plan).
+ *  - `stream` (a cudaStream_t or hipStream_t) is the stream the case's
+ *    copies go to.  run may enqueue its work on it and return: swadiff
+ *    synchronises that stream after run returns and then copies out and
+ *    lse back.  Work on any other stream (your own, or the legacy default
+ *    stream 0) must be complete when run returns; swadiff records an error
+ *    when the legacy or per-thread default stream is still busy then, or
+ *    when the outputs still change after the given stream is done.
+ *  - CUDA graphs: plan or run may capture work on `stream`
+ *    (cudaStreamBeginCapture ... cudaStreamEndCapture) and launch the graph
+ *    on it, as serving engines do; destroy it in run or plan_free.
+ *  - out and lse are guarded and poisoned on the device as on the host;
+ *    swadiff checksums the inputs after each run and checks that none of
+ *    its device buffers was freed: a run that wrote into an input or freed
+ *    a buffer is recorded as an error naming the buffer, and the inputs are
+ *    restored for the backends after it.  A device fault (illegal address)
+ *    costs the result, and swadiff restarts its worker for the rest.
  *
  * Pure C99; also compiles as C++. */
 #ifndef SWADIFF_PLUGIN_H
@@ -68,11 +102,12 @@ typedef enum swadiff_layout {
 } swadiff_layout;
 
 /* Where the tensors of a problem live.  A backend declares the memory it
- * wants; swadiff copies the inputs there and the outputs back. */
+ * wants; swadiff copies the inputs there once per case and the guarded
+ * outputs there and back around each run. */
 typedef enum swadiff_memory {
     SWADIFF_MEM_HOST = 0,
-    SWADIFF_MEM_CUDA = 1, /* device pointers of the current CUDA device */
-    SWADIFF_MEM_HIP = 2,  /* device pointers of the current HIP device */
+    SWADIFF_MEM_CUDA = 1, /* device pointers of the current CUDA device (--device cuda) */
+    SWADIFF_MEM_HIP = 2,  /* device pointers of the current HIP device (--device hip) */
 } swadiff_memory;
 
 /* Return codes of supports / plan / run. */
@@ -126,10 +161,19 @@ typedef struct swadiff_problem {
      * kv_indices[kv_indptr[r] + t / page_size]. */
     const int32_t *kv_indptr, *kv_indices, *kv_last_page_len;             /* host */
     const int32_t *kv_indptr_dev, *kv_indices_dev, *kv_last_page_len_dev; /* in `memory` */
-    /* AITER / vLLM form: block_tables[r][t / page_size], unused slots -1 */
+    /* AITER / vLLM form: block_tables[r][t / page_size], unused slots -1;
+     * context_lens equals kv_len (context_lens_dev is kv_len in `memory`) */
     int32_t max_blocks_per_seq;
     const int32_t *block_tables, *context_lens;         /* host */
     const int32_t *block_tables_dev, *context_lens_dev; /* in `memory` */
+
+    /* (version 2) qo_indptr in `memory`; and for device memory only (see
+     * the head comment) the stream to run on, a cudaStream_t /
+     * hipStream_t, and the device ordinal: NULL and -1 for host memory.
+     * Appended, so a version-1 plug-in's view of the fields above holds. */
+    const int32_t *qo_indptr_dev;
+    void *stream;
+    int32_t device;
 } swadiff_problem;
 
 /* Where a backend writes its answer (in `problem->memory`).  The buffers
@@ -169,7 +213,8 @@ typedef struct swadiff_plugin_backend {
      * same problem run will see; plan_free releases what plan made. */
     swadiff_rc (*plan)(const swadiff_problem *p, void **plan, char *msg, size_t msg_size);
     /* Required.  Computes out (and lse when p->return_lse).  For device
-     * memory, return after the work is complete (synchronize). */
+     * memory, enqueue on p->stream (swadiff synchronises it) or finish
+     * before returning; see the head comment. */
     swadiff_rc (*run)(void *plan, const swadiff_problem *p, const swadiff_output *o, char *msg,
                       size_t msg_size);
     void (*plan_free)(void *plan); /* optional */
