@@ -31,6 +31,7 @@ export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 LD_LIBRARY
 export FLASHINFER_WORKSPACE_BASE=/tmp/fiws FLASHINFER_CUDA_ARCH_LIST=9.0a
 aot=$site/flashinfer/data/aot
 mkdir -p "$aot"
+[ -d "$pack/aot" ] && cp -r "$pack/aot/." "$aot/"   # modules compiled since the pack was made
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   python3 - <<'EOF'
