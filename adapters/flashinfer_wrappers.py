@@ -49,6 +49,10 @@ compiling.  A module that cannot be had (FLASHINFER_DISABLE_JIT=1 and not built,
 compile that fails) is one error naming the module; the adapter remembers it and
 answers the next case that needs the same module with the same message at once.
 
+SWADIFF_FLASHINFER_PLAN_EXTRA='{"disable_split_kv": true}' (a JSON object) adds keyword
+arguments to every plan() call: a way to localize a disagreement (split-KV on or off,
+fixed_split_size) without editing the adapter.
+
 --probe-run-window prints, as JSON, what each backend does when run() is given a
 window other than the planned one (plan with L, run(window_left=L') for a few pairs).
 
@@ -121,12 +125,29 @@ def module_key(problem, backend):
     return (module_kind, problem["dtype"], int(problem["head_dim"]), swa, float(problem.get("soft_cap") or 0) > 0)
 
 
+def plan_extra():
+    """SWADIFF_FLASHINFER_PLAN_EXTRA as a dict (empty when unset); a bad value stops the adapter."""
+    text = os.environ.get("SWADIFF_FLASHINFER_PLAN_EXTRA", "").strip()
+    if not text:
+        return {}
+    try:
+        extra = json.loads(text)
+    except ValueError as e:
+        extra = e
+    if not isinstance(extra, dict):
+        sa.startup_failure(ADAPTER, f"SWADIFF_FLASHINFER_PLAN_EXTRA must be a JSON object of plan() keyword "
+                                    f"arguments, got {text!r}")
+    return extra
+
+
 def plan_kwargs(problem, torch_dtype, window_at_plan=True):
     """The keyword arguments every plan() gets: window, soft cap, scale, dtypes."""
     cap = float(problem.get("soft_cap") or 0.0)
-    return dict(window_left=int(problem["window_left"]) if window_at_plan else -1,
-                logits_soft_cap=(cap if cap > 0 else None), sm_scale=float(problem["sm_scale"]),
-                q_data_type=torch_dtype, kv_data_type=torch_dtype)
+    kw = dict(window_left=int(problem["window_left"]) if window_at_plan else -1,
+              logits_soft_cap=(cap if cap > 0 else None), sm_scale=float(problem["sm_scale"]),
+              q_data_type=torch_dtype, kv_data_type=torch_dtype)
+    kw.update(plan_extra())
+    return kw
 
 
 def _library():

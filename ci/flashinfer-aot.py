@@ -12,7 +12,7 @@ FlashInfer's own AOT folder (flashinfer/data/aot), where the library loads a
 module from without compiling it.
 
   python3 ci/flashinfer-aot.py OUT [--kinds fa2,fa3,decode] [--jobs N] [--parallel P]
-                               [--deadline SEC] [--list]
+                               [--deadline SEC] [--list] [--only KIND:DTYPE:HEAD_DIM:SWA:CAP ...]
 
 --parallel P builds P modules at once (each with MAX_JOBS=N nvcc jobs);
 --deadline stops starting new modules after SEC seconds; modules already in
@@ -104,6 +104,8 @@ def main(argv):
     ap.add_argument("--parallel", type=int, default=1, help="modules built at once")
     ap.add_argument("--deadline", type=float, default=0, help="start no module after SEC seconds (0: none)")
     ap.add_argument("--list", action="store_true", help="print the module names and exit")
+    ap.add_argument("--only", action="append", default=[], metavar="KIND:DTYPE:HEAD_DIM:SWA:CAP",
+                    help="build just these modules (e.g. fa2:fp16:96:True:False; repeatable)")
     a = ap.parse_args(argv)
     kinds = [k for k in a.kinds.split(",") if k]
     bad = [k for k in kinds if k not in KINDS]
@@ -113,6 +115,14 @@ def main(argv):
     os.environ.setdefault("FLASHINFER_CUDA_ARCH_LIST", "9.0a")
     os.environ["MAX_JOBS"] = str(a.jobs)
     keys = wanted(kinds)
+    if a.only:
+        known = {":".join(map(str, k)): k for k in keys}
+        bad = [o for o in a.only if o not in known]
+        if bad:
+            print(f"flashinfer-aot: --only {bad}: not among the modules of --kinds {a.kinds} "
+                  f"(--list shows them)", file=sys.stderr)
+            return 2
+        keys = [known[o] for o in a.only]
     if a.list:
         for k in keys:
             print(":".join(map(str, k)), spec_for(*k).name)

@@ -10,7 +10,9 @@
 # and, with RETURN_DIR, RETURN/results.tar.xz (all of OUT) and RETURN/aot.tar.xz.NN
 # (every compiled module, in 15 MB pieces: cat them, unpack, carry them next time).
 # The case folder is CASES (default: the checkout's cases/ and PACK/regressions/).
-# Time limits (seconds): SWADIFF_T_COMPILE (300), SWADIFF_T_RUN (200) per swadiff run.
+# Time limits (seconds): SWADIFF_T_COMPILE (300: no module is started after it, and the
+# compile is stopped 60 s later), SWADIFF_T_RUN (200) per swadiff run, SWADIFF_T_SGLANG
+# (default SWADIFF_T_RUN) for the sglang run, which runs beside the compile.
 # SWADIFF_REAL_LIBS selects the runs: "sglang fi fi3" (default all three; fi = the
 # fa2 / decode / seed-000 backends, fi3 = the fa3 ones).
 set -uo pipefail
@@ -55,11 +57,11 @@ cases=${CASES:-cases}
 [ -d "$pack/regressions" ] && cases="$cases $pack/regressions"
 jobs=$(( $(nproc) / 2 ))
 
-run_adapter() {  # NAME COMMAND BACKEND-GLOB
-  local name=$1 cmd=$2 glob=$3
+run_adapter() {  # NAME COMMAND BACKEND-GLOB [SECONDS]
+  local name=$1 cmd=$2 glob=$3 limit=${4:-${SWADIFF_T_RUN:-200}}
   mkdir -p "$out/$name"
-  stamp "run $name ($glob)"
-  timeout "${SWADIFF_T_RUN:-200}" /tmp/sw/swadiff run $cases --device host --jobs 4 --adapter "$cmd" \
+  stamp "run $name ($glob, at most $limit s)"
+  timeout "$limit" /tmp/sw/swadiff run $cases --device host --jobs 4 --adapter "$cmd" \
     --backend "$glob" --adapter-timeout 150 --report "$out/$name" > "$out/$name/console.txt" 2>&1
   echo "exit $?" >> "$out/$name/console.txt"
   rm -f "$out/$name/report.html" "$out/$name/results.jsonl"
@@ -77,7 +79,8 @@ if [ -n "$kinds" ]; then
   compile_pid=$!
 fi
 case " $runs " in *" sglang "*)
-  run_adapter sglang "sglang_triton=python3 $pack/adapters/sglang_triton.py" 'sglang_triton:*' ;;
+  run_adapter sglang "sglang_triton=python3 $pack/adapters/sglang_triton.py" 'sglang_triton:*' \
+    "${SWADIFF_T_SGLANG:-${SWADIFF_T_RUN:-200}}" ;;
 esac
 if [ -n "$kinds" ]; then
   wait "$compile_pid"; echo "compile exit $?" >> "$out/compile.txt"

@@ -42,8 +42,10 @@ static double case_macs(const swa_case *c)
 }
 
 /* What a backend could do, from its name.  Built-in backends have known
- * mechanisms; an external one ("NS:BACKEND") is a black box, so it gets the
- * generic hypotheses only; an unknown name (NULL) gets everything. */
+ * mechanisms; an external one ("NS:BACKEND") is a black box: it gets the
+ * generic hypotheses and the prefill ones (tile-granular KV start, with an
+ * exact start too, and a request-anchored window), not the AITER or FA2
+ * decode quirks; an unknown name (NULL) gets everything. */
 enum {
     CAN_PREFILL = 1u,  /* query tiles, KV-start skip, per-row anchors, alignment */
     CAN_FA2 = 2u,      /* FlashInfer-style decode */
@@ -77,7 +79,9 @@ static int build_hypotheses(const swa_case *c, unsigned kind, hypothesis *h, int
         prefix |= c->kv_len[r] > c->qo_len[r];
         multi_row |= c->qo_len[r] > 1;
     }
-    const bool aiter = kind & CAN_AITER, prefill = kind & CAN_PREFILL;
+    /* a black-box kernel can skip KV tiles or anchor its window like any prefill: it gets
+     * those hypotheses too (seed 000 on the real FlashInfer is one) */
+    const bool aiter = kind & CAN_AITER, prefill = kind & (CAN_PREFILL | CAN_GENERIC);
     const bool rows_placed = kind & (CAN_PREFILL | CAN_GENERIC); /* decode kernels put their row at kv_len - 1 */
 #define ADD(key, ...)                                                              \
     do {                                                                           \
@@ -109,9 +113,12 @@ static int build_hypotheses(const swa_case *c, unsigned kind, hypothesis *h, int
         h[n - 1].c.window_left = -1;
         h[n - 1].mask.window_left = -1;
         static const int tiles[] = {16, 32, 64, 128};
-        static const int aligns[] = {16, 32, 64, 128};
+        /* an exact start (align 1) is how FlashInfer skips (kv_start = p_first - L); swadiff's
+         * own kernels align it, so only an external kernel gets that variant, where on one-tile
+         * shapes it is the same mask as request_anchored */
+        static const int aligns[] = {1, 16, 32, 64, 128};
         for (int t = 0; t < 4 && prefill; t++)
-            for (int a = 0; a < 4; a++) {
+            for (int a = (kind & CAN_GENERIC) ? 0 : 1; a < 5; a++) {
                 ADD("tile_granular_start", "per-element window mask missing: only the per-tile KV-start skip "
                     "applies (%d-row query tiles, start aligned to %d keys), so rows past the window edge "
                     "inside a tile attend to stale keys (seed 000)", tiles[t], aligns[a]);

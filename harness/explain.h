@@ -29,7 +29,7 @@ typedef struct swa_hypothesis_score {
     double ratio;           /* mismatch ratio of the backend output against this variant */
 } swa_hypothesis_score;
 
-#define SWA_MAX_HYPOTHESES 32
+#define SWA_MAX_HYPOTHESES 40
 
 typedef struct swa_explanation {
     double spec_ratio;
