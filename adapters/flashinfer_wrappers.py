@@ -56,8 +56,8 @@ fixed_split_size) without editing the adapter.
 --probe-run-window prints, as JSON, what each backend does when run() is given a
 window other than the planned one (plan with L, run(window_left=L') for a few pairs).
 
-Tests: tests/adapters/test_flashinfer_wrappers.py (the mapping and refusals, without
-FlashInfer); tests/adapters/test_gpu_adapters.py on a GPU with FlashInfer.
+Tests: tests/adapters/test_real_library_mappings.py (the mapping and refusals, without
+FlashInfer); the H200 run in reports/gpu/h200/real-libraries-2026-12-02/.
 """
 import json
 import os
@@ -97,7 +97,7 @@ DESCRIPTIONS = {
 
 def refusal_reason(problem, backend):
     """Why FlashInfer cannot express this problem through this backend, or None.
-    Pure: needs neither torch nor FlashInfer (tests/adapters/test_flashinfer_wrappers.py)."""
+    Pure: needs neither torch nor FlashInfer (tests/adapters/test_real_library_mappings.py)."""
     kind = BACKENDS[backend][0]
     fi_backend = BACKENDS[backend][1]
     if problem["dtype"] not in ("fp16", "bf16"):

@@ -12,6 +12,8 @@ Backend "out": the output only (lse_base none: the dump's LSE is not replayed). 
 the dump does not hold is unsupported ("not in the dump"); a dumped output of another
 shape or dtype is an error, as for any adapter.
 
+Window mapping: none (it runs no kernel: it answers with recorded outputs).
+LSE base: none.
 Tests: tests/adapters/test_adapter_helper.py (ReplayDump).
 """
 import json

@@ -26,7 +26,7 @@ Backends:
            at all unless sliding_window_size > 0.  The recipe is restated here, not
            called.  Decode cases only.
 
-Window convention (read from extend_attention.py): SLIDING_WINDOW_SIZE = W keeps key k
+Window mapping: (read from extend_attention.py) SLIDING_WINDOW_SIZE = W keeps key k
 for query q when q <= k + W, i.e. k >= p - W: W is FlashInfer's window_left L.  But W <= 0
 means NO window (the kernel tests `SLIDING_WINDOW_SIZE > 0`), so -1 and 0 are both "off":
   L = -1  -> W = -1 (off, sglang's own default)
@@ -37,16 +37,15 @@ only when R == L (L >= 1) or L = R = -1; any other (L, R) without causal is refu
 Alignment: bottom-right (the extend tokens are each request's last qo_len keys);
 a request with qo_len > kv_len (rows before key 0) has no such layout and is refused.
 Soft cap: logit_cap = c (c * tanh(s / c) after sm_scale).  sm_scale as given.
-LSE: extend writes the natural-log LSE (lse_extend), base e; decode returns none.
+LSE base: e for extend (it writes the natural-log LSE, lse_extend); decode returns none.
 dtypes: fp16 / bf16 (fp32 is refused: sglang serves 16-bit caches).
 attention_chunk_size: refused (these kernels have no chunked mask).
 
-Tests: tests/adapters/test_sglang_triton.py (the mapping and the key lists, without
-sglang); tests/adapters/test_gpu_adapters.py on a GPU with sglang.
+Tests: tests/adapters/test_real_library_mappings.py (the mapping and the key lists,
+without sglang); the H200 run in reports/gpu/h200/real-libraries-2026-12-02/.
 """
 import os
 import sys
-
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import swadiff_adapter as sa  # noqa: E402

@@ -16,7 +16,7 @@
 # run them.  ci/pack-peers.sh trims these into what one GPU call can carry.
 #
 # Tested by: running it (reports/gpu/h200/real-libraries-2026-12-02/README.md
-# lists what it fetched); tests/test_peer_wheels.sh checks the pins' format.
+# lists what it fetched); tests/adapters/test_real_library_mappings.py checks the pins.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-.peer-wheels}

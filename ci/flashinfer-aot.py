@@ -21,7 +21,7 @@ some failed or were not reached (each named on stderr), 2 on bad arguments.
 Needs torch and flashinfer-python importable (ci/fetch-peer-wheels.sh).
 
 Tested by: running it (reports/gpu/h200/real-libraries-2026-12-02/README.md
-records the builds); tests/adapters/test_flashinfer_wrappers.py checks that
+records the builds); tests/adapters/test_real_library_mappings.py checks that
 the adapter names the same module keys (module_key()).
 """
 import argparse

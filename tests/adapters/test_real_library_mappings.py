@@ -126,3 +126,23 @@ class SglangMapping(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PeerWheelPins(unittest.TestCase):
+    """ci/peer-wheels.txt, read by ci/fetch-peer-wheels.sh with pip --require-hashes."""
+
+    def test_every_pin_has_one_exact_version_and_a_sha256(self):
+        import re
+        with open(os.path.join(ROOT, "ci", "peer-wheels.txt")) as f:
+            lines = [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]
+        names = []
+        for ln in lines:
+            m = re.fullmatch(r"([a-z0-9][a-z0-9._-]*)==([0-9][0-9A-Za-z.+-]*) --hash=sha256:([0-9a-f]{64})", ln)
+            self.assertIsNotNone(m, f"not 'name==version --hash=sha256:<64 hex>': {ln!r}")
+            names.append(m.group(1))
+        self.assertEqual(len(names), len(set(names)), "one version of each")
+        for need in ("flashinfer-python", "apache-tvm-ffi", "sglang"):
+            self.assertIn(need, names)
+        self.assertNotIn("flashinfer-cubin", names, "must match flashinfer-python exactly or be left out")
+        self.assertIn("flashinfer-python==" + fi.TESTED_VERSION + " ", " ".join(lines) + " ")
+        self.assertIn("sglang==" + sg.TESTED_VERSION + " ", " ".join(lines) + " ")
