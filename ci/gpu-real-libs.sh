@@ -9,7 +9,8 @@
 #   OUT/NAME/{console.txt,report.json,junit.xml}   one swadiff run per adapter
 # and, with RETURN_DIR, RETURN/results.tar.xz (all of OUT) and RETURN/aot.tar.xz.NN
 # (every compiled module, in 15 MB pieces: cat them, unpack, carry them next time).
-# The case folder is CASES (default: the checkout's cases/ and PACK/regressions/).
+# The case folder is CASES (default PACK/cases: the library of the checkout that packed
+# it, so that uncommitted case files of the tree the call runs in cannot stop the runs).
 # Time limits (seconds): SWADIFF_T_COMPILE (300: no module is started after it, and the
 # compile is stopped 60 s later), SWADIFF_T_RUN (200) per swadiff run, SWADIFF_T_SGLANG
 # (default SWADIFF_T_RUN) for the sglang run, which runs beside the compile.
@@ -53,8 +54,7 @@ EOF
 cat "$out/env.txt"
 
 runs=${SWADIFF_REAL_LIBS:-sglang fi fi3}
-cases=${CASES:-cases}
-[ -d "$pack/regressions" ] && cases="$cases $pack/regressions"
+cases=${CASES:-$pack/cases}
 jobs=$(( $(nproc) / 2 ))
 
 run_adapter() {  # NAME COMMAND BACKEND-GLOB [SECONDS]

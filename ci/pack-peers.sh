@@ -13,7 +13,7 @@
 #   OUT/wheels/        apache-tvm-ffi and the small wheels importing sglang pulls in
 #   OUT/swadiff.tar.xz a host-only swadiff (build-host/) and the shared libraries it
 #                      needs beyond glibc (the GPU machine has no cJSON / OpenBLAS)
-#   OUT/adapters/, OUT/ci/  this checkout's adapters and GPU scripts
+#   OUT/adapters/, OUT/ci/, OUT/cases/  this checkout's adapters, GPU scripts and case library
 #
 # Every file comes unmodified from the pinned wheels (ci/fetch-peer-wheels.sh, into
 # .peer-wheels/ first).  ci/gpu-real-libs.sh unpacks and runs it all.
@@ -77,5 +77,6 @@ tar cf - -C "$stage/sw" . | xz -T2 -6 > "$out/swadiff.tar.xz"
 mkdir -p "$out/adapters" "$out/ci"
 cp adapters/*.py adapters/registry.json "$out/adapters/"
 cp ci/gpu-real-libs.sh ci/flashinfer-aot.py "$out/ci/"
-[ -d cases/regressions ] && { rm -rf "$out/regressions"; cp -r cases/regressions "$out/regressions"; }
+rm -rf "$out/cases"
+cp -r cases "$out/cases"   # this checkout's library, not whatever the GPU machine's tree holds
 du -sh "$out" "$out"/peers.tar.xz "$out"/wheels "$out"/swadiff.tar.xz

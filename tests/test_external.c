@@ -294,6 +294,13 @@ Test(external, adapter_anywhere_imports_the_helper)
     cJSON *rep = report();
     cr_expect_eq(count(rep, "mine:exact", "passed", NULL), 5, "%s", out);
     cJSON_Delete(rep);
+
+    /* SWADIFF_ADAPTER_DIR names the helper's folder first; one without the helper is passed over */
+    rc = sh("cd '%s' && env -u PYTHONPATH SWADIFF_ADAPTER_DIR='%s/adapters' '%s' run --device host --adapter "
+            "'mine=/usr/bin/python3 %s' --backend 'mine:*' -q %s && env -u PYTHONPATH SWADIFF_ADAPTER_DIR=/nonexistent "
+            "'%s' run --device host --adapter 'mine=/usr/bin/python3 %s' --backend 'mine:*' -q %s",
+            tmpdir, SWADIFF_SOURCE_DIR, SWADIFF_BINARY, path, FIVE, SWADIFF_BINARY, path, FIVE);
+    cr_expect_eq(rc, 0, "exit %d:\n%s", rc, out);
 }
 
 /* A Python without numpy: the adapter cannot start, the error names that
