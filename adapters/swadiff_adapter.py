@@ -33,7 +33,10 @@ Also: `reference_attention` (float64 numpy, the spec of the protocol document),
 `gather_paged` (contiguous K/V rebuilt from the paged cache through either page
 table), and dtype helpers (`to_case_dtype`, `from_case_dtype`, `save_case_npy`).
 
-Python 3.11+, numpy only.
+Python 3.11+, numpy only (a Python without numpy stops with a message naming
+that interpreter).  swadiff puts this file's folder on the adapter's PYTHONPATH
+(SWADIFF_ADAPTER_DIR), so `import swadiff_adapter` works from an adapter
+anywhere; outside swadiff, add adapters/ to PYTHONPATH yourself.
 """
 
 from __future__ import annotations
@@ -46,7 +49,15 @@ import sys
 import traceback
 from typing import Any, Callable, Iterable, Sequence
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError as _e:  # the adapter cannot start: say which Python lacks numpy, and what to do
+    sys.stderr.write(f"swadiff adapter: cannot start: numpy is not installed for {sys.executable} "
+                     f"(Python {sys.version.split()[0]}): {_e}. Install numpy for that Python, or set "
+                     "SWADIFF_PYTHON to an interpreter that has it (the registry's commands run "
+                     "${SWADIFF_PYTHON:-python3}; on Debian /usr/bin/python3 with python3-numpy)\n")
+    sys.stderr.flush()
+    raise SystemExit(3)
 
 PROTOCOL_VERSION = 1
 MAX_FRAME_BYTES = 16 * 1024 * 1024  # N <= 16 MiB

@@ -6,12 +6,18 @@
 #include "harness/report_console.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "harness/report.h"
+
+/* An error whose (backend, message) was printed already is counted, not
+ * printed again: an adapter or plug-in that cannot start gives every case
+ * the same error, and one line says it (the results still hold each one). */
+#define SWA_CONSOLE_SEEN_MAX 4096
 
 struct swa_console {
     FILE *out;
@@ -21,6 +27,9 @@ struct swa_console {
     bool progress_shown;
     int next_plain_percent;
     double started;
+    uint64_t seen[SWA_CONSOLE_SEEN_MAX]; /* hashes of the error lines printed */
+    int num_seen;
+    int repeats;                         /* errors not printed: their line was */
 };
 
 #define RED "\033[1;31m"
@@ -127,6 +136,40 @@ static void draw_progress(swa_console *con, const swa_result *last)
 
 void swa_console_set_quiet(swa_console *con) { con->quiet = true; }
 
+/* FNV-1a over the backend, a separator and the message; a multi-layer
+ * case's "layer N (window_left L): " prefix (run.c) is left out, so the
+ * same cause in every layer of every case is one line. */
+static uint64_t error_key(const swa_result *r)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const unsigned char *p = (const unsigned char *)r->backend; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    h = (h ^ 0xffu) * 1099511628211ull;
+    const char *msg = r->message;
+    const char *cut = strstr(msg, "): ");
+    if (strncmp(msg, "layer ", 6) == 0 && cut && strstr(msg, " (window_left ") && strstr(msg, " (window_left ") < cut)
+        msg = cut + 3;
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return h;
+}
+
+/* True when this error's line was printed already (then it is counted). */
+static bool repeated_error(swa_console *con, const swa_result *r)
+{
+    if (r->outcome != SWA_OUTCOME_ERROR || con->verbose)
+        return false;
+    uint64_t key = error_key(r);
+    for (int i = 0; i < con->num_seen; i++)
+        if (con->seen[i] == key) {
+            con->repeats++;
+            return true;
+        }
+    if (con->num_seen < SWA_CONSOLE_SEEN_MAX)
+        con->seen[con->num_seen++] = key;
+    return false;
+}
+
 void swa_console_add(swa_console *con, const swa_result *r)
 {
     if (!con)
@@ -136,6 +179,8 @@ void swa_console_add(swa_console *con, const swa_result *r)
     if (con->quiet)
         return;
     bool print = r->outcome == SWA_OUTCOME_FAILED || r->outcome == SWA_OUTCOME_ERROR || con->verbose;
+    if (print && repeated_error(con, r))
+        print = false;
     if (print) {
         char line[SWA_ID_MAX + SWA_MSG_MAX + 200];
         swa_console_result_line(r, line, sizeof line);
@@ -382,6 +427,9 @@ void swa_console_close(swa_console *con, const swa_run_results *rr, const char *
     if (!con)
         return;
     clear_progress(con);
+    if (con->repeats)
+        fprintf(con->out, "(%d more error%s repeat%s a backend's message printed above; the reports list each)\n",
+                con->repeats, con->repeats == 1 ? "" : "s", con->repeats == 1 ? "s" : "");
     swa_console_write_summary(con->out, rr, con->color);
     if (report_dir)
         fprintf(con->out, "Report: %s/report.html (also report.json, junit.xml)\n", report_dir);

@@ -585,3 +585,55 @@ Test(external, explain_and_shrink_refuse_bad_options)
                  "%s", out);
     cr_expect(strstr(out, "does not fail on tiled:exact") && strstr(out, "(passed: "), "%s", out);
 }
+
+/* An adapter outside adapters/ imports the helper as README's snippet does,
+ * from any working folder: swadiff puts the helper's folder on its PYTHONPATH. */
+Test(external, adapter_anywhere_imports_the_helper)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/my_adapter.py", tmpdir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("import swadiff_adapter as sa\n"
+          "\n"
+          "def run(backend, problem, tensors):\n"
+          "    k = sa.gather_paged(problem, tensors, \"k\", as_float32=True)\n"
+          "    v = sa.gather_paged(problem, tensors, \"v\", as_float32=True)\n"
+          "    return sa.reference_attention(problem, tensors, k=k, v=v)\n"
+          "\n"
+          "sa.serve(\"mine\", [sa.Backend(\"exact\", \"float64 numpy SDPA\", lse_base=\"e\")], run)\n",
+          f);
+    fclose(f);
+    int rc = sh("cd '%s' && env -u PYTHONPATH -u SWADIFF_ADAPTER_DIR '%s' run --device host --adapter "
+                "'mine=/usr/bin/python3 %s' --backend 'mine:*' --report %s -q %s",
+                tmpdir, SWADIFF_BINARY, path, tmpdir, FIVE);
+    cr_expect_eq(rc, 0, "exit %d:\n%s", rc, out);
+    cJSON *rep = report();
+    cr_expect_eq(count(rep, "mine:exact", "passed", NULL), 5, "%s", out);
+    cJSON_Delete(rep);
+
+    /* SWADIFF_ADAPTER_DIR names the helper's folder first; one without the helper is passed over */
+    rc = sh("cd '%s' && env -u PYTHONPATH SWADIFF_ADAPTER_DIR='%s/adapters' '%s' run --device host --adapter "
+            "'mine=/usr/bin/python3 %s' --backend 'mine:*' -q %s && env -u PYTHONPATH SWADIFF_ADAPTER_DIR=/nonexistent "
+            "'%s' run --device host --adapter 'mine=/usr/bin/python3 %s' --backend 'mine:*' -q %s",
+            tmpdir, SWADIFF_SOURCE_DIR, SWADIFF_BINARY, path, FIVE, SWADIFF_BINARY, path, FIVE);
+    cr_expect_eq(rc, 0, "exit %d:\n%s", rc, out);
+}
+
+/* A Python without numpy: the adapter cannot start, the error names that
+ * interpreter and the remedy, and the console says it once, not once a case. */
+Test(external, python_without_numpy_is_named_once)
+{
+    /* -S leaves out site-packages, where Debian's numpy lives */
+    int rc = swadiff(NULL, "run --device host --adapter 'nonp=/usr/bin/python3 -S adapters/numpy_exact.py' "
+                           "--backend 'nonp:*' " FIVE);
+    cr_expect_eq(rc, 3, "exit %d:\n%s", rc, out);
+    cr_expect(strstr(out, "numpy is not installed for /usr/bin/python3") != NULL, "%s", out);
+    cr_expect(strstr(out, "set SWADIFF_PYTHON to an interpreter that has it") != NULL, "%s", out);
+    int lines = 0;
+    for (const char *p = out; (p = strstr(p, "\nERROR  nonp:*")) != NULL; p++)
+        lines++;
+    cr_expect_eq(lines, 1, "one error line for five results:\n%s", out);
+    cr_expect(strstr(out, "(4 more errors repeat a backend's message printed above") != NULL, "%s", out);
+    cr_expect(strstr(out, "ERROR: 0 passed, 0 failed, 5 errors") != NULL, "every result still records it:\n%s", out);
+}

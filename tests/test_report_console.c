@@ -183,3 +183,62 @@ Test(report_console, diagnosis_without_a_family_is_unexplained)
     swa_diagnosis_key("[] x", key, sizeof key);
     cr_expect_str_eq(key, "unexplained");
 }
+
+/* n occurrences of a substring */
+static int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+Test(report_console, a_repeated_error_is_printed_once_and_counted)
+{
+    unsetenv("GITHUB_STEP_SUMMARY");
+    swa_run_results rr;
+    memset(&rr, 0, sizeof rr);
+    fix_environment(&rr.env);
+    /* an adapter that cannot start: every case carries the same error; the same message from
+     * another backend, and another message from the same backend, are lines of their own */
+    const struct {
+        const char *backend, *message;
+    } spec[] = {
+        {"fi:*", "adapter fi: exited with status 3 before answering; cannot start: no module flashinfer"},
+        {"fi:*", "adapter fi: exited with status 3 before answering; cannot start: no module flashinfer"},
+        {"fi:*", "adapter fi: exited with status 3 before answering; cannot start: no module flashinfer"},
+        {"sg:*", "adapter fi: exited with status 3 before answering; cannot start: no module flashinfer"},
+        {"fi:*", "adapter fi: timed out"},
+        {"fi:*", "layer 1 (window_left 31): adapter fi: exited with status 3 before answering; cannot start: no "
+                 "module flashinfer"},
+    };
+    for (int i = 0; i < 6; i++) {
+        swa_result r;
+        memset(&r, 0, sizeof r);
+        snprintf(r.id, sizeof r.id, "lib/case:%d", i);
+        snprintf(r.backend, sizeof r.backend, "%s", spec[i].backend);
+        snprintf(r.device, sizeof r.device, "host");
+        snprintf(r.message, sizeof r.message, "%s", spec[i].message);
+        r.dtype = SWA_DTYPE_FP16;
+        r.outcome = SWA_OUTCOME_ERROR;
+        swa_run_results_add(&rr, &r);
+    }
+    rr.exitcode = swa_run_results_summary(&rr, NULL, NULL, NULL, NULL);
+    char *out = console_run(&rr, false, NULL);
+    cr_expect_eq(count_of(out, "ERROR  fi:*/host/fp16  lib/case:0  adapter fi: exited"), 1, "%s", out);
+    cr_expect_eq(count_of(out, "ERROR  fi:*/host/fp16"), 2, "the first of each message only (a layer's prefix "
+                 "aside):\n%s", out);
+    cr_expect_eq(count_of(out, "ERROR  sg:*/host/fp16  lib/case:3"), 1, "another backend's line:\n%s", out);
+    cr_expect(strstr(out, "lib/case:4  adapter fi: timed out") != NULL, "another message's line:\n%s", out);
+    cr_expect(strstr(out, "(3 more errors repeat a backend's message printed above; the reports list each)") != NULL,
+              "%s", out);
+    /* the results still hold every error */
+    cr_expect(strstr(out, "ERROR: 0 passed, 0 failed, 6 errors, 0 skipped") != NULL, "%s", out);
+    free(out);
+
+    out = console_run(&rr, true, NULL); /* verbose: every result has its line */
+    cr_expect_eq(count_of(out, "ERROR  fi:*/host/fp16"), 5, "%s", out);
+    cr_expect(strstr(out, "more error") == NULL, "%s", out);
+    free(out);
+    swa_run_results_free(&rr);
+}

@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -271,6 +272,40 @@ static cJSON *recv_frame(adapter_proc *ap, const char *name, swa_error *err)
 
 static const char *msg_type(const cJSON *m) { return cJSON_GetObjectItemCaseSensitive(m, "type")->valuestring; }
 
+/* The folder holding swadiff_adapter.py, so that an adapter anywhere can
+ * `import swadiff_adapter`: $SWADIFF_ADAPTER_DIR, else adapters/ beside the
+ * binary's folder (a build folder of a checkout), else ./adapters.  Empty
+ * when none holds it. */
+static void helper_dir(char *buf, size_t n)
+{
+    char exe[1024], cand[3][1200];
+    int nc = 0;
+    const char *env = getenv("SWADIFF_ADAPTER_DIR");
+    if (env && *env)
+        snprintf(cand[nc++], sizeof cand[0], "%s", env);
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(cand[nc++], sizeof cand[0], "%s/../adapters", exe);
+        }
+    }
+    if (getcwd(exe, sizeof exe))
+        snprintf(cand[nc++], sizeof cand[0], "%s/adapters", exe);
+    buf[0] = '\0';
+    for (int i = 0; i < nc; i++) {
+        char probe[1300];
+        snprintf(probe, sizeof probe, "%s/swadiff_adapter.py", cand[i]);
+        if (access(probe, R_OK) == 0) {
+            if (!realpath(cand[i], buf) && n)
+                snprintf(buf, n, "%s", cand[i]);
+            return;
+        }
+    }
+}
+
 static swa_status start(adapter_proc *ap, const ext_provider *prov, swa_error *err)
 {
     const char *tmp = getenv("TMPDIR");
@@ -279,6 +314,13 @@ static swa_status start(adapter_proc *ap, const ext_provider *prov, swa_error *e
         return swa_error_set(err, SWA_ERR_IO, "adapter %s: cannot make a scratch folder %s: %s", prov->name,
                              ap->scratch, strerror(errno));
     snprintf(ap->log, sizeof ap->log, "%s/adapter.log", ap->scratch);
+    /* worked out before the fork: the child only sets it */
+    char helper[PATH_MAX], pythonpath[2 * PATH_MAX + 8] = "";
+    helper_dir(helper, sizeof helper);
+    if (helper[0]) {
+        const char *old = getenv("PYTHONPATH");
+        snprintf(pythonpath, sizeof pythonpath, "%s%s%s", helper, old && *old ? ":" : "", old && *old ? old : "");
+    }
     int req[2], rep[2];
     if (pipe(req) != 0 || pipe(rep) != 0)
         return swa_error_set(err, SWA_ERR_IO, "adapter %s: pipe: %s", prov->name, strerror(errno));
@@ -308,6 +350,10 @@ static swa_status start(adapter_proc *ap, const ext_provider *prov, swa_error *e
         setenv("SWADIFF_PROTOCOL_FDS", "3,4", 1);
         setenv("SWADIFF_PROTOCOL", "1", 1);
         setenv("SWADIFF_SCRATCH", ap->scratch, 1);
+        if (pythonpath[0]) {
+            setenv("PYTHONPATH", pythonpath, 1);
+            setenv("SWADIFF_ADAPTER_DIR", helper, 1);
+        }
         execl("/bin/sh", "sh", "-c", prov->location, (char *)NULL);
         fprintf(stderr, "swadiff: cannot run /bin/sh: %s\n", strerror(errno));
         _exit(127);

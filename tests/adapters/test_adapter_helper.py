@@ -228,7 +228,7 @@ def sweep():
 
 
 class AdapterProcess:
-    def __init__(self, script, default_fds=False, extra_env=None):
+    def __init__(self, script, default_fds=False, extra_env=None, args=()):
         req_r, self._req_w = os.pipe()
         self._rep_r, rep_w = os.pipe()
         env = dict(os.environ)
@@ -246,10 +246,10 @@ class AdapterProcess:
                 os.dup2(b, 4)
                 os.close(a)
                 os.close(b)
-            self.proc = subprocess.Popen([sys.executable, script], preexec_fn=preexec, close_fds=False, **kw)
+            self.proc = subprocess.Popen([sys.executable, script, *args], preexec_fn=preexec, close_fds=False, **kw)
         else:
             env["SWADIFF_PROTOCOL_FDS"] = f"{req_r},{rep_w}"
-            self.proc = subprocess.Popen([sys.executable, script], pass_fds=(req_r, rep_w), **kw)
+            self.proc = subprocess.Popen([sys.executable, script, *args], pass_fds=(req_r, rep_w), **kw)
         os.close(req_r)
         os.close(rep_w)
         self._buf = b""
@@ -453,9 +453,10 @@ class Registry(unittest.TestCase):
     def test_every_adapter_is_registered_and_compiles(self):
         with open(os.path.join(ADAPTERS, "registry.json")) as f:
             reg = json.load(f)["adapters"]
-        # swadiff_adapter.py is the helper; peers_bench.py the timing script of `bench --peers`
+        # swadiff_adapter.py is the helper; peers_bench.py the timing script of `bench --peers`;
+        # replay_dump.py replays a dump (it takes arguments, so it has no registry command)
         files = sorted(n[:-3] for n in os.listdir(ADAPTERS)
-                       if n.endswith(".py") and n not in ("swadiff_adapter.py", "peers_bench.py"))
+                       if n.endswith(".py") and n not in ("swadiff_adapter.py", "peers_bench.py", "replay_dump.py"))
         self.assertEqual(sorted(reg), files)
         for name, entry in reg.items():
             self.assertEqual(entry["command"], "${SWADIFF_PYTHON:-python3} adapters/" + name + ".py")
@@ -497,7 +498,7 @@ class Registry(unittest.TestCase):
 
     def test_gpu_adapters_fail_cleanly_without_their_library(self):
         procs = []
-        for name in ("torch_sdpa", "flashinfer_wrappers"):
+        for name in ("torch_sdpa", "flashinfer_wrappers", "sglang_triton"):
             # as if torch were not installed, also where it is
             code = "import runpy, sys; sys.modules['torch'] = None; runpy.run_path(%r, run_name='__main__')" % (
                 os.path.join(ADAPTERS, name + ".py"))
@@ -508,6 +509,44 @@ class Registry(unittest.TestCase):
             self.assertEqual(p.returncode, 3, err)
             self.assertIn(f"swadiff adapter {name}: cannot start:", err.decode())
             self.assertEqual(out, b"")
+
+
+class ReplayDump(unittest.TestCase):
+    """adapters/replay_dump.py answers a case with the output a dump holds for its id."""
+
+    def test_replays_the_dumped_output_and_refuses_cases_it_lacks(self):
+        with tempfile.TemporaryDirectory() as d:
+            run_dir = os.path.join(d, "run")
+            os.makedirs(run_dir)
+            problem, vals = make_problem(run_dir, 7, qo_len=[3], kv_len=[9], hq=4, hkv=2, d=8, dtype="bf16",
+                                         page_size=4, window_left=2)
+            case = os.path.join(d, "dump", "lib__case--x=1")
+            os.makedirs(case)
+            with open(os.path.join(case, "meta.json"), "w") as f:
+                json.dump({"format": "swadiff-dump/1", "id": "lib/case:x=1"}, f)
+            recorded = sa.to_case_dtype(np.arange(3 * 4 * 8, dtype=np.float64).reshape(3, 4, 8) / 64, "bf16")
+            sa.save_npy(os.path.join(case, "out_mylib--fast.npy"), recorded)
+            ap = AdapterProcess(os.path.join(ADAPTERS, "replay_dump.py"), args=(os.path.join(d, "dump"), "mylib:fast"))
+            try:
+                hello = ap.handshake()
+                self.assertEqual([b["name"] for b in hello["backends"]], ["out"])
+                ap.send({"type": "run", "id": "lib/case:x=1", "backend": "out", "dir": run_dir, "problem": problem})
+                reply = ap.recv()
+                self.assertEqual(reply["type"], "result", reply)
+                got = np.load(os.path.join(run_dir, reply["out"]))
+                self.assertTrue(np.array_equal(got, recorded), "the dumped bits, unchanged")
+                ap.send({"type": "run", "id": "lib/other", "backend": "out", "dir": run_dir, "problem": problem})
+                reply = ap.recv()
+                self.assertEqual(reply["type"], "unsupported")
+                self.assertIn("not in the dump", reply["reason"])
+            finally:
+                ap.finish()
+
+    def test_a_missing_dump_folder_stops_it_with_the_cause(self):
+        p = subprocess.run([sys.executable, os.path.join(ADAPTERS, "replay_dump.py"), "/nonexistent/dump", "a:b"],
+                           capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+        self.assertEqual(p.returncode, 3)
+        self.assertIn("/nonexistent/dump: no such dump folder", p.stderr.decode())
 
 
 class Protocol(unittest.TestCase):
