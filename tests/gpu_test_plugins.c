@@ -178,9 +178,9 @@ static void bad_device_run(const char *name, const char *outcome, const char *ca
     snprintf(backend, sizeof backend, "cuda_bad:%s", name);
     cr_expect_eq(count(rep, backend, outcome, cause), 5, "%s: five %s results naming \"%s\":\n%s", backend, outcome,
                  cause, out);
-    cr_expect_eq(count(rep, "decode_fa2", "passed", NULL), 5, "%s: decode_fa2 still passes", backend);
+    cr_expect_eq(count(rep, "decode_fa2", "passed", NULL), 5, "%s: decode_fa2 still passes:\n%s", backend, out);
     cr_expect_eq(count(rep, "cuda_example:exact", "passed", NULL), 5,
-                 "%s: the example plug-in after it still passes (inputs intact)", backend);
+                 "%s: the example plug-in after it still passes (inputs intact):\n%s", backend, out);
     cJSON_Delete(rep);
 }
 
@@ -202,7 +202,11 @@ Test(plugins_gpu, device_write_into_the_page_table_is_an_error_and_restored)
 }
 Test(plugins_gpu, device_kernel_that_never_ends_is_timed_out)
 {
-    bad_device_run("spin", "error", "timeout", "--timeout 3", 3);
+    /* 10 s, not 3: on the H200, with Criterion's default 16 test processes
+     * sharing the GPU, decode_fa2 beside the spinning plug-in once passed
+     * fewer than 5 of 5 under --timeout 3 (the console was not kept then; it
+     * is printed now) */
+    bad_device_run("spin", "error", "timeout", "--timeout 10", 3);
 }
 Test(plugins_gpu, device_work_left_on_the_legacy_stream_is_an_error)
 {
