@@ -36,7 +36,7 @@ command -v gcovr >/dev/null || { echo "coverage: gcovr missing (ci/setup-deps.sh
 
 t0=$(date +%s)
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DSWADIFF_COVERAGE=ON -DSWADIFF_CUDA=OFF -DSWADIFF_HIP=OFF \
-      -DSWADIFF_TESTS=OFF >/dev/null
+      -DSWADIFF_BUILD_TESTS=OFF >/dev/null
 cmake --build "$build" -j "$jobs" --target swadiff >/dev/null
 t1=$(date +%s)
 find "$build" -name '*.gcda' -delete

@@ -70,7 +70,7 @@ set(_swa_hip_flags -x hip -std=c++17 ${_swa_hip_arch_flags} -fPIC -O2 -Wno-unuse
 # are there for every target, and the target is a 64-lane one (vendor.cuh
 # refuses others).
 if(NOT _swa_hip_missing)
-  set(_swa_probe_dir ${CMAKE_BINARY_DIR}/CMakeFiles/swadiff_hip_probe)
+  set(_swa_probe_dir ${PROJECT_BINARY_DIR}/CMakeFiles/swadiff_hip_probe)
   file(MAKE_DIRECTORY ${_swa_probe_dir})
   file(WRITE ${_swa_probe_dir}/probe.cu
        "#include <hip/hip_runtime.h>\n"
@@ -100,15 +100,15 @@ endif()
 set(SWADIFF_WITH_HIP ON)
 
 # --- one hipcc call per kernel source -----------------------------------------
-file(GLOB _swa_hip_sources CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/backends/cuda/*.cu)
+file(GLOB _swa_hip_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/backends/cuda/*.cu)
 list(FILTER _swa_hip_sources EXCLUDE REGEX ".*/bench_cuda\\.cu$")
 # every header a kernel source can include: a change rebuilds the objects
 file(GLOB _swa_hip_headers CONFIGURE_DEPENDS
-     ${CMAKE_SOURCE_DIR}/backends/cuda/*.cuh
-     ${CMAKE_SOURCE_DIR}/backends/*.h
-     ${CMAKE_SOURCE_DIR}/core/*.h)
+     ${PROJECT_SOURCE_DIR}/backends/cuda/*.cuh
+     ${PROJECT_SOURCE_DIR}/backends/*.h
+     ${PROJECT_SOURCE_DIR}/core/*.h)
 string(REPLACE ";" "," _swa_hip_targets "${SWADIFF_HIP_ARCHITECTURES}")
-set(_swa_hip_obj_dir ${CMAKE_BINARY_DIR}/hip)
+set(_swa_hip_obj_dir ${PROJECT_BINARY_DIR}/hip)
 file(MAKE_DIRECTORY ${_swa_hip_obj_dir})
 set(SWADIFF_HIP_OBJECTS "")
 foreach(src ${_swa_hip_sources})
@@ -117,7 +117,7 @@ foreach(src ${_swa_hip_sources})
   add_custom_command(
     OUTPUT ${obj}
     COMMAND ${SWADIFF_HIPCC} ${_swa_hip_flags} "-DSWADIFF_HIP_TARGETS=\"${_swa_hip_targets}\""
-            -I${CMAKE_SOURCE_DIR} -c ${src} -o ${obj}
+            -I${PROJECT_SOURCE_DIR} -c ${src} -o ${obj}
     DEPENDS ${src} ${_swa_hip_headers}
     COMMENT "hipcc ${name}.cu for ${_swa_hip_targets}"
     VERBATIM)

@@ -274,11 +274,14 @@ static const char *msg_type(const cJSON *m) { return cJSON_GetObjectItemCaseSens
 
 /* The folder holding swadiff_adapter.py, so that an adapter anywhere can
  * `import swadiff_adapter`: $SWADIFF_ADAPTER_DIR, else adapters/ beside the
- * binary's folder (a build folder of a checkout), else ./adapters.  Empty
- * when none holds it. */
+ * binary's folder (a build folder of a checkout), else the installed copy
+ * (PREFIX/bin/swadiff -> PREFIX/share/swadiff/adapters, cmake/install.cmake),
+ * else, for the binary in the build folder it was linked in (a parent
+ * project's add_subdirectory puts it anywhere), the source tree's adapters/,
+ * else ./adapters.  Empty when none holds it. */
 static void helper_dir(char *buf, size_t n)
 {
-    char exe[1024], cand[3][1200];
+    char exe[1024], cand[5][1200];
     int nc = 0;
     const char *env = getenv("SWADIFF_ADAPTER_DIR");
     if (env && *env)
@@ -290,6 +293,12 @@ static void helper_dir(char *buf, size_t n)
         if (slash) {
             *slash = '\0';
             snprintf(cand[nc++], sizeof cand[0], "%s/../adapters", exe);
+            snprintf(cand[nc++], sizeof cand[0], "%s/../share/swadiff/adapters", exe);
+#if defined(SWADIFF_BUILD_BINARY_DIR) && defined(SWADIFF_SOURCE_ADAPTER_DIR)
+            char built[PATH_MAX];
+            if (realpath(SWADIFF_BUILD_BINARY_DIR, built) && strcmp(built, exe) == 0)
+                snprintf(cand[nc++], sizeof cand[0], "%s", SWADIFF_SOURCE_ADAPTER_DIR);
+#endif
         }
     }
     if (getcwd(exe, sizeof exe))
