@@ -16,6 +16,7 @@
 #include "harness/report_console.h"
 #include "harness/report.h"
 #include "harness/run.h"
+#include "harness/xfail.h"
 
 static int run_usage(FILE *f)
 {
@@ -47,6 +48,10 @@ static int run_usage(FILE *f)
             "  -w, --where EXPR    only cases (and backends) whose fields meet every condition:\n"
             "                      'dtype=bf16,backend=prefill,window_left>=0' (= != < <= > >=;\n"
             "                      fields: `swadiff list cases --fields`; docs/selection.md)\n"
+            "      --xfail FILE    known failures, one `ID_GLOB [BACKEND_GLOB] # reason` a line\n"
+            "                      (repeatable): a marked result that fails is xfailed (green),\n"
+            "                      one that passes is xpassed (exit 1: remove the mark); a case's\n"
+            "                      \"xfail\" key marks it too (docs/selection.md)\n"
             "  -r, --report DIR    write report.json, report.html, junit.xml (and\n"
             "                      results.jsonl, kept up to date as results arrive) in DIR\n"
             "  -s, --shard I/N     run only shard I of N (1-based, deterministic round robin\n"
@@ -66,7 +71,7 @@ static int run_usage(FILE *f)
             "  -q, --quiet         no per-result lines\n"
             "  -h, --help          this text\n"
             "\n"
-            "exit: 0 all passed (skips allowed when something passed), 1 a mismatch,\n"
+            "exit: 0 all passed (skips allowed when something passed), 1 a mismatch or an xpassed,\n"
             "      2 usage or case-file error, 3 runtime error, 5 nothing compared (every\n"
             "      result skipped), 77 the device asked for is not usable here;\n"
             "      1 outranks 3, 3 outranks 5 (docs/spec.md)\n",
@@ -87,10 +92,14 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         {"jobs", required_argument, 0, 'j'},
         {"adapters", required_argument, 0, 'R'}, {"adapter-timeout", required_argument, 0, 'W'},
         {"repeat", required_argument, 0, 'N'}, {"where", required_argument, 0, 'w'},
+        {"xfail", required_argument, 0, 'X'},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
     };
     const char *device_name = "auto", *report_dir = NULL, *dump_dir = NULL, *mutant_only = NULL;
     const char *where_text = NULL;
+    /* static: reachable until exit on every early return (no leak report) */
+    static swa_xfail_list xfail;
+    swa_xfail_free(&xfail);
     const char *plugins[SWA_EXTERNAL_MAX], *adapters[SWA_EXTERNAL_MAX], *externals[SWA_EXTERNAL_MAX];
     int nplugins = 0, nadapters = 0, nexternals = 0;
     const char *registry = getenv("SWADIFF_ADAPTERS");
@@ -185,6 +194,14 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
             }
             where_text = optarg;
             break;
+        case 'X': {
+            char why[SWA_PATH_MAX + 300];
+            if (swa_xfail_load(optarg, &xfail, why, sizeof why) != 0) {
+                fprintf(stderr, "swadiff run: --xfail %s\n", why);
+                return SWA_EXIT_USAGE;
+            }
+            break;
+        }
         case 'r': report_dir = optarg; break;
         case 's':
             if (swa_cli_parse_shard(optarg, &shard_i, &shard_n) != 0) {
@@ -351,7 +368,7 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         .backends_selected = backends_selected, .external_globs = externals, .num_external_globs = nexternals,
         .timeout = timeout, .explain_failures = explain, .quiet = quiet, .no_isolate = no_isolate,
         .mutant_only = mutant_only, .jobs = jobs, .gpus = gpus, .num_gpus = num_gpus,
-        .repeat = repeat, .argv0 = prog,
+        .repeat = repeat, .argv0 = prog, .xfail = &xfail,
     };
     if (swa_run_count_pairs(&cfg, &all, selected, nsel) == 0) {
         fprintf(stderr, "swadiff run: nothing to run: the %d selected case(s) and the backend selection give no "
@@ -373,6 +390,7 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
     swa_case_list_free(&all);
     swa_where_free(where);
     where = NULL;
+    swa_xfail_free(&xfail);
     return rc;
 }
 
@@ -463,6 +481,7 @@ int swa_cmd_list(int argc, char **argv)
     static const struct option opts[] = {{"help", no_argument, 0, 'h'},
                                          {"ctest-resource-spec", required_argument, 0, 'R'},
                                          {"where", required_argument, 0, 'w'},
+        {"xfail", required_argument, 0, 'X'},
                                          {"fields", no_argument, 0, 'F'},
                                          {0, 0, 0, 0}};
     optind = 1;
