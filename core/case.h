@@ -17,6 +17,7 @@
 #define SWA_NAME_MAX 128
 #define SWA_MAX_LAYERS 16  /* windows of one interleaved-layer case */
 #define SWA_EXPECT_SKIP_MAX 64 /* an expect_skip reason text, with its terminator */
+#define SWA_XFAIL_REASON_MAX 200 /* a known failure's reason, with its terminator */
 
 /* The backends a case may name, in registry order: X(ENUM, "name", decode).
  * Everything that lists backends (the flags, the loader's "expected ..."
@@ -105,6 +106,12 @@ typedef struct swa_case {
      * skip of a backend the case names is otherwise a failure, and an
      * expected skip that does not happen is one too (harness/run.c). */
     char expect_skip[SWA_BACKEND_COUNT][SWA_EXPECT_SKIP_MAX];
+    /* Non-empty: a known failure ("xfail"): a result of a backend in
+     * xfail_backends ("" every backend; ','-separated names or NS:BACKEND
+     * globs) that fails is "xfailed", one that passes "xpassed"
+     * (harness/xfail.h, docs/selection.md). */
+    char xfail[SWA_XFAIL_REASON_MAX];
+    char xfail_backends[256];
 } swa_case;
 
 typedef struct swa_case_list {

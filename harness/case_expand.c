@@ -412,6 +412,16 @@ static int expand_one(expander *ex)
         for (int b = 0; b < SWA_BACKEND_COUNT; b++)
             if (!strcmp(m->string, swa_backend_names[b]))
                 snprintf(c.expect_skip[b], sizeof c.expect_skip[b], "%s", m->valuestring);
+    if (cs->xfail) {
+        const cJSON *reason = cJSON_IsObject(cs->xfail) ? cJSON_GetObjectItemCaseSensitive(cs->xfail, "reason")
+                                                        : cs->xfail;
+        snprintf(c.xfail, sizeof c.xfail, "%s", reason->valuestring);
+        const cJSON *bl = cJSON_IsObject(cs->xfail) ? cJSON_GetObjectItemCaseSensitive(cs->xfail, "backends") : NULL;
+        size_t k = 0;
+        for (const cJSON *b = bl ? bl->child : NULL; b && k < sizeof c.xfail_backends; b = b->next)
+            k += (size_t)snprintf(c.xfail_backends + k, sizeof c.xfail_backends - k, "%s%s", k ? "," : "",
+                                  b->valuestring);
+    }
 
     /* the tensors a run would allocate for it (inputs, paged pool,
      * references, outputs): refused here rather than as "out of memory" */

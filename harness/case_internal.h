@@ -60,7 +60,7 @@ typedef enum {
     F_PAGE_SIZE, F_LAYOUT, F_KV_MODE, F_CAUSAL, F_WINDOW_LEFT, F_WINDOW_RIGHT, F_ATTENTION_CHUNK_SIZE,
     F_SOFT_CAP, F_SM_SCALE,
     F_BACKENDS, F_TOLERANCE, F_DATA, F_SEED, F_CUDA_GRAPH, F_GRAPH_CAPTURE_REQUESTS,
-    F_RETURN_LSE, F_EXPECT_ERROR, F_EXPECT_SKIP, F_LAYERS, F_COUNT
+    F_RETURN_LSE, F_EXPECT_ERROR, F_EXPECT_SKIP, F_LAYERS, F_XFAIL, F_COUNT
 } field_id;
 
 typedef enum { R_QO_LEN, R_KV_LEN, R_COUNT, R_FIELDS } request_field;
@@ -123,6 +123,8 @@ typedef struct case_state {
     const cJSON *expect_skip;     /* the "expect_skip" object (NULL: none), checked against
                                    * backends once the whole case is read */
     char expect_skip_path[PATH_N];/* its JSON pointer (the case's or defaults') */
+    const cJSON *xfail;           /* the "xfail" value (NULL: none), backends checked like expect_skip's */
+    char xfail_path[PATH_N];
     int num_layers;               /* "layers": 0 when absent */
     int layer_windows[SWA_MAX_LAYERS];
 } case_state;

@@ -74,6 +74,7 @@ const key_spec swa_case_keys[F_COUNT] = {
     [F_EXPECT_ERROR] = {"expect_error", K_SPECIAL, false, 0, 0, NULL, 0, NULL, false, NULL},
     [F_EXPECT_SKIP] = {"expect_skip", K_SPECIAL, false, 0, 0, NULL, 0, NULL, false, NULL},
     [F_LAYERS] = {"layers", K_SPECIAL, false, 0, 0, NULL, 0, NULL, false, NULL},
+    [F_XFAIL] = {"xfail", K_SPECIAL, false, 0, 0, NULL, 0, NULL, false, NULL},
 };
 
 static const key_spec REQUEST_KEYS[R_FIELDS] = {
@@ -673,6 +674,88 @@ static int check_expect_skip(case_state *cs)
     return 0;
 }
 
+/* "xfail": "reason", or {"reason": "...", "backends": [...]}: a known
+ * failure (docs/selection.md).  Backends are built-in names the case runs
+ * (checked in check_xfail, once backends are known) or NS:BACKEND globs of
+ * plug-ins and adapters.  Not a sweep. */
+static int read_xfail(case_state *cs, const cJSON *v, const char *path)
+{
+    char got[64], kpath[PATH_N];
+    swa_case_describe_value(cs->doc, v, got, sizeof got);
+    const cJSON *reason = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "reason") : v;
+    if (!cJSON_IsString(v) && !cJSON_IsObject(v))
+        return swa_json_fail(cs->doc, cs->err, swa_json_value_offset(cs->doc, v), path,
+                             "expected the reason the case is known to fail (a string), or {\"reason\": \"...\", "
+                             "\"backends\": [...]}, got %s%s", got, cJSON_IsArray(v) ? " (xfail cannot be swept)" : "");
+    for (const cJSON *m = cJSON_IsObject(v) ? v->child : NULL; m; m = m->next)
+        if (strcmp(m->string, "reason") && strcmp(m->string, "backends")) {
+            swa_json_path_key(kpath, sizeof kpath, path, m->string);
+            return swa_json_fail(cs->doc, cs->err, swa_json_key_offset(cs->doc, m), kpath,
+                                 "unknown key \"%.40s\" in xfail; expected one of: reason, backends", m->string);
+        }
+    if (cJSON_IsObject(v))
+        snprintf(kpath, sizeof kpath, "%s/reason", path);
+    else
+        snprintf(kpath, sizeof kpath, "%s", path);
+    if (!reason)
+        return swa_json_fail(cs->doc, cs->err, swa_json_value_offset(cs->doc, v), path,
+                             "expected a \"reason\" in xfail: why the case is known to fail");
+    swa_case_describe_value(cs->doc, reason, got, sizeof got);
+    if (!cJSON_IsString(reason) || !reason->valuestring[0] || strlen(reason->valuestring) >= SWA_XFAIL_REASON_MAX)
+        return swa_json_fail(cs->doc, cs->err, swa_json_value_offset(cs->doc, reason), kpath,
+                             "expected a non-empty reason of at most %d characters, got %s", SWA_XFAIL_REASON_MAX - 1,
+                             got);
+    const cJSON *bl = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "backends") : NULL;
+    if (bl) {
+        snprintf(kpath, sizeof kpath, "%s/backends", path);
+        swa_case_describe_value(cs->doc, bl, got, sizeof got);
+        if (!cJSON_IsArray(bl) || !bl->child)
+            return swa_json_fail(cs->doc, cs->err, swa_json_value_offset(cs->doc, bl), kpath,
+                                 "expected a non-empty list of backend names (or NS:BACKEND globs), got %s", got);
+        size_t total = 0;
+        int i = 0;
+        for (const cJSON *b = bl->child; b; b = b->next, i++) {
+            char ipath[PATH_N + 16];
+            snprintf(ipath, sizeof ipath, "%s/%d", kpath, i);
+            swa_case_describe_value(cs->doc, b, got, sizeof got);
+            char want[256];
+            swa_backend_names_text(want, sizeof want);
+            if (!cJSON_IsString(b) || (!swa_backend_flag_by_name(b->valuestring) && !strchr(b->valuestring, ':')) ||
+                strchr(b->valuestring, ','))
+                return swa_json_fail(cs->doc, cs->err, swa_json_value_offset(cs->doc, b), ipath,
+                                     "expected a backend name (%s) or NS:BACKEND of a plug-in or adapter (a glob), "
+                                     "got %s", want, got);
+            total += strlen(b->valuestring) + 1;
+        }
+        if (total >= sizeof ((swa_case *)0)->xfail_backends)
+            return swa_json_fail(cs->doc, cs->err, swa_json_value_offset(cs->doc, bl), kpath,
+                                 "expected at most %zu characters of backend names, got %zu",
+                                 sizeof ((swa_case *)0)->xfail_backends - 1, total);
+    }
+    cs->xfail = v;
+    snprintf(cs->xfail_path, sizeof cs->xfail_path, "%s", path);
+    return 0;
+}
+
+/* A built-in backend of "xfail" must be one the case runs (as expect_skip). */
+static int check_xfail(case_state *cs)
+{
+    const cJSON *bl = cs->xfail && cJSON_IsObject(cs->xfail) ? cJSON_GetObjectItemCaseSensitive(cs->xfail, "backends")
+                                                              : NULL;
+    int i = 0;
+    for (const cJSON *b = bl ? bl->child : NULL; b; b = b->next, i++) {
+        unsigned flag = swa_backend_flag_by_name(b->valuestring);
+        if (!flag || (cs->backends & flag))
+            continue;
+        char ipath[PATH_N + 32];
+        snprintf(ipath, sizeof ipath, "%s/backends/%d", cs->xfail_path, i);
+        return swa_json_fail(cs->doc, cs->err, swa_json_value_offset(cs->doc, b), ipath,
+                             "expected a backend this case runs, got \"%s\": a known failure of a backend that "
+                             "never runs the case cannot be checked", b->valuestring);
+    }
+    return 0;
+}
+
 /* "layers": [{"window_left": L}, ...], 1..SWA_MAX_LAYERS objects, each
  * with exactly the key window_left (same range as the case key).  Not a
  * sweep: the case expands once per layer (case_expand.c). */
@@ -769,6 +852,8 @@ static int read_member(case_state *cs, int f, const cJSON *m, const char *path)
         return read_expect_skip(cs, m, path);
     case F_LAYERS:
         return read_layers(cs, m, path);
+    case F_XFAIL:
+        return read_xfail(cs, m, path);
     default:
         return read_axis(cs, &swa_case_keys[f], m, path, swa_case_keys[f].key, f, -1, &cs->field_axis[f]);
     }
@@ -830,7 +915,9 @@ int swa_case_read(case_state *cs, const cJSON *obj, const char *path, const cJSO
         if (swa_case_keys[f].required && !cs->present[f] && !(f == F_WINDOW_LEFT && cs->present[F_LAYERS]))
             return swa_json_fail(doc, cs->err, swa_json_value_offset(doc, obj), path,
                                  "missing required key \"%s\" (%s)", swa_case_keys[f].key, swa_case_keys[f].hint);
-    return check_expect_skip(cs);
+    if (check_expect_skip(cs))
+        return -1;
+    return check_xfail(cs);
 }
 
 /* "defaults" is checked once on its own so that a bad value there is

@@ -297,8 +297,36 @@ static uint64_t digest_file(uint64_t h, const char *path)
     return fnv1a(h, "\0", 1); /* a separator: two files are not their concatenation */
 }
 
+bool swa_cli_case_selected(const swa_case *c, const char *const *filters, int nfilters, const swa_where *where,
+                           const swa_run_config *cfg)
+{
+    bool match = nfilters == 0;
+    for (int f = 0; f < nfilters && !match; f++)
+        match = swa_case_matches(c, filters[f]);
+    if (!match || !where)
+        return match;
+    /* the backends this run lets run the case: its own built-in ones (less
+     * what --backend leaves out), and the plug-in / adapter ones */
+    swa_case own = *c;
+    if (cfg->backends_selected || cfg->backend_mask)
+        own.backends &= cfg->backend_mask;
+    int n;
+    const swa_backend *const *ext = swa_external_backends(&n);
+    const char *names[SWA_EXTERNAL_MAX * 4];
+    int nnames = 0;
+    for (int i = 0; i < n && nnames < (int)(sizeof names / sizeof *names); i++) {
+        bool runs = !cfg->backends_selected;
+        for (int g = 0; !runs && g < cfg->num_external_globs; g++)
+            runs = fnmatch(cfg->external_globs[g], ext[i]->name, 0) == 0;
+        if (runs)
+            names[nnames++] = ext[i]->name;
+    }
+    return swa_where_matches_any(where, &own, names, nnames);
+}
+
 void swa_cli_selection(swa_selection *sel, const swa_case_list *all, int npaths, char **paths,
-                       const char *const *filters, int nfilters, int shard_i, int shard_n, const swa_run_config *cfg)
+                       const char *const *filters, int nfilters, const swa_where *where, const char *where_text,
+                       int shard_i, int shard_n, const swa_run_config *cfg)
 {
     memset(sel, 0, sizeof *sel);
     sel->shard_index = shard_i;
@@ -309,6 +337,11 @@ void swa_cli_selection(swa_selection *sel, const swa_case_list *all, int npaths,
         list_add(sel->paths, sizeof sel->paths, paths[i]);
     for (int f = 0; f < nfilters; f++)
         list_add(sel->filters, sizeof sel->filters, filters[f]);
+    if (where_text) { /* a shard selected with another --where is another run */
+        char line[600];
+        snprintf(line, sizeof line, "--where %s", where_text);
+        list_add(sel->filters, sizeof sel->filters, line);
+    }
     /* every case file loaded, each once, in load order (cases of one file
      * are contiguous in the list) */
     uint64_t files = 1469598103934665603ull, ids = 1469598103934665603ull;
@@ -317,10 +350,7 @@ void swa_cli_selection(swa_selection *sel, const swa_case_list *all, int npaths,
             files = digest_file(files, all->cases[i].file);
     /* the ids the filters keep, as `run` selects them before the shard */
     for (int i = 0; i < all->count; i++) {
-        bool match = nfilters == 0;
-        for (int f = 0; f < nfilters && !match; f++)
-            match = swa_case_matches(&all->cases[i], filters[f]);
-        if (!match)
+        if (!swa_cli_case_selected(&all->cases[i], filters, nfilters, where, cfg))
             continue;
         sel->cases_selected++;
         ids = fnv1a(ids, all->cases[i].id, strlen(all->cases[i].id) + 1);

@@ -7,6 +7,7 @@
 #include "backends/backend.h"
 #include "core/case.h"
 #include "harness/case_load.h"
+#include "harness/case_select.h"
 #include "harness/results.h"
 
 /* defined in cli_run.c */
@@ -56,8 +57,14 @@ int swa_cli_parse_repeat(const char *s, int *count);
  * the mutant and the device kind.  merge compares these across shards. */
 struct swa_run_config;
 void swa_cli_selection(swa_selection *sel, const swa_case_list *all, int npaths, char **paths,
-                       const char *const *filters, int nfilters, int shard_i, int shard_n,
-                       const struct swa_run_config *cfg);
+                       const char *const *filters, int nfilters, const struct swa_where *where,
+                       const char *where_text, int shard_i, int shard_n, const struct swa_run_config *cfg);
+
+/* True when `run` selects case c: its id matches one of the filters (none:
+ * any) and, with a --where, the case run by one of the backends cfg lets
+ * run (its own built-in ones, the plug-in and adapter ones) meets it. */
+bool swa_cli_case_selected(const swa_case *c, const char *const *filters, int nfilters,
+                           const struct swa_where *where, const struct swa_run_config *cfg);
 /* Registers the plug-ins (paths) and adapters (NAME=COMMAND, or NAME looked
  * up in the registry file) of a command's --plugin / --adapter options:
  * probed here, loaded in the worker.  Prints one note each unless quiet.

@@ -16,6 +16,7 @@
 #include "harness/report_console.h"
 #include "harness/report.h"
 #include "harness/run.h"
+#include "harness/xfail.h"
 
 static int run_usage(FILE *f)
 {
@@ -44,6 +45,13 @@ static int run_usage(FILE *f)
             "                      cores for the host, one per GPU); results are the same for any N\n"
             "  -f, --filter ID     only cases whose id equals ID or matches it as a glob\n"
             "                      (repeatable; a failing id pasted back reruns exactly it)\n"
+            "  -w, --where EXPR    only cases (and backends) whose fields meet every condition:\n"
+            "                      'dtype=bf16,backend=prefill,window_left>=0' (= != < <= > >=;\n"
+            "                      fields: `swadiff list cases --fields`; docs/selection.md)\n"
+            "      --xfail FILE    known failures, one `ID_GLOB [BACKEND_GLOB] # reason` a line\n"
+            "                      (repeatable): a marked result that fails is xfailed (green),\n"
+            "                      one that passes is xpassed (exit 1: remove the mark); a case's\n"
+            "                      \"xfail\" key marks it too (docs/selection.md)\n"
             "  -r, --report DIR    write report.json, report.html, junit.xml (and\n"
             "                      results.jsonl, kept up to date as results arrive) in DIR\n"
             "  -s, --shard I/N     run only shard I of N (1-based, deterministic round robin\n"
@@ -63,7 +71,7 @@ static int run_usage(FILE *f)
             "  -q, --quiet         no per-result lines\n"
             "  -h, --help          this text\n"
             "\n"
-            "exit: 0 all passed (skips allowed when something passed), 1 a mismatch,\n"
+            "exit: 0 all passed (skips allowed when something passed), 1 a mismatch or an xpassed,\n"
             "      2 usage or case-file error, 3 runtime error, 5 nothing compared (every\n"
             "      result skipped), 77 the device asked for is not usable here;\n"
             "      1 outranks 3, 3 outranks 5 (docs/spec.md)\n",
@@ -83,10 +91,15 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         {"plugin", required_argument, 0, 'P'}, {"adapter", required_argument, 0, 'A'},
         {"jobs", required_argument, 0, 'j'},
         {"adapters", required_argument, 0, 'R'}, {"adapter-timeout", required_argument, 0, 'W'},
-        {"repeat", required_argument, 0, 'N'},
+        {"repeat", required_argument, 0, 'N'}, {"where", required_argument, 0, 'w'},
+        {"xfail", required_argument, 0, 'X'},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
     };
     const char *device_name = "auto", *report_dir = NULL, *dump_dir = NULL, *mutant_only = NULL;
+    const char *where_text = NULL;
+    /* static: reachable until exit on every early return (no leak report) */
+    static swa_xfail_list xfail;
+    swa_xfail_free(&xfail);
     const char *plugins[SWA_EXTERNAL_MAX], *adapters[SWA_EXTERNAL_MAX], *externals[SWA_EXTERNAL_MAX];
     int nplugins = 0, nadapters = 0, nexternals = 0;
     const char *registry = getenv("SWADIFF_ADAPTERS");
@@ -104,7 +117,7 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
     char bad[128];
     optind = 1;
     int ch;
-    while ((ch = getopt_long(argc, argv, "d:b:f:r:s:m:j:qh", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "d:b:f:r:s:m:j:w:qh", opts, NULL)) != -1) {
         switch (ch) {
         case 'd': device_name = optarg; break;
         case 'b': {
@@ -174,6 +187,21 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
             }
             filters[nfilters++] = optarg;
             break;
+        case 'w':
+            if (where_text) {
+                fprintf(stderr, "swadiff run: --where given twice: join the conditions with ',' in one --where\n");
+                return SWA_EXIT_USAGE;
+            }
+            where_text = optarg;
+            break;
+        case 'X': {
+            char why[SWA_PATH_MAX + 300];
+            if (swa_xfail_load(optarg, &xfail, why, sizeof why) != 0) {
+                fprintf(stderr, "swadiff run: --xfail %s\n", why);
+                return SWA_EXIT_USAGE;
+            }
+            break;
+        }
         case 'r': report_dir = optarg; break;
         case 's':
             if (swa_cli_parse_shard(optarg, &shard_i, &shard_n) != 0) {
@@ -214,6 +242,14 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         }
     }
 
+    char where_err[1600];
+    /* static: reachable until exit on every early return below (no leak report) */
+    static swa_where *where;
+    where = where_text ? swa_where_parse(where_text, where_err, sizeof where_err) : NULL;
+    if (where_text && !where) {
+        fprintf(stderr, "swadiff run: %s\n", where_err);
+        return SWA_EXIT_USAGE;
+    }
     /* plug-ins and adapters: probed here, loaded in the worker */
     int reg_rc = swa_cli_register_externals("run", plugins, nplugins, adapters, nadapters, registry, quiet);
     if (reg_rc)
@@ -230,6 +266,32 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         }
     }
 
+    /* --where on `backend`: only the backends that meet it run (built-in
+     * and external alike), on the cases the rest of it selects */
+    static const char *where_externals[SWA_EXTERNAL_MAX * 4];
+    if (swa_where_names_backend(where)) {
+        unsigned allowed = 0;
+        int n;
+        const swa_backend *const *bs = swa_backends(&n);
+        for (int i = 0; i < n; i++)
+            if (swa_where_backend_ok(where, bs[i]->name))
+                allowed |= bs[i]->flag;
+        backend_mask = backends_selected || backend_mask ? backend_mask & allowed : allowed;
+        const swa_backend *const *ext = swa_external_backends(&n);
+        int kept_ext = 0;
+        for (int i = 0; i < n && kept_ext < SWA_EXTERNAL_MAX * 4; i++) {
+            bool runs = !backends_selected;
+            for (int g = 0; !runs && g < nexternals; g++)
+                runs = fnmatch(externals[g], ext[i]->name, 0) == 0;
+            if (runs && swa_where_backend_ok(where, ext[i]->name))
+                where_externals[kept_ext++] = ext[i]->name;
+        }
+        for (int g = 0; g < kept_ext; g++)
+            externals[g] = where_externals[g];
+        nexternals = kept_ext;
+        backends_selected = true;
+    }
+
     swa_case_list all = {0};
     int rc = swa_cli_load_cases(argc - optind, argv + optind, &all);
     if (rc) {
@@ -239,17 +301,20 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
     /* select: filters, then the shard over what the filters kept */
     int *selected = malloc(sizeof(int) * (size_t)(all.count ? all.count : 1));
     int nsel = 0, kept = 0;
+    swa_run_config sel_cfg = {.backend_mask = backend_mask, .backends_selected = backends_selected,
+                              .external_globs = externals, .num_external_globs = nexternals};
     for (int i = 0; i < all.count; i++) {
-        bool match = nfilters == 0;
-        for (int f = 0; f < nfilters && !match; f++)
-            match = swa_case_matches(&all.cases[i], filters[f]);
-        if (!match)
+        if (!swa_cli_case_selected(&all.cases[i], filters, nfilters, where, &sel_cfg))
             continue;
         if (kept++ % shard_n == shard_i - 1)
             selected[nsel++] = i;
     }
-    if (nfilters && kept == 0) {
-        fprintf(stderr, "swadiff run: no case matches --filter %s (ids: `swadiff list cases`)\n", filters[0]);
+    if ((nfilters || where) && kept == 0) {
+        if (where)
+            fprintf(stderr, "swadiff run: no case matches %s%s%s--where %s (fields: `swadiff list cases --fields`)\n",
+                    nfilters ? "--filter " : "", nfilters ? filters[0] : "", nfilters ? " and " : "", where_text);
+        else
+            fprintf(stderr, "swadiff run: no case matches --filter %s (ids: `swadiff list cases`)\n", filters[0]);
         free(selected);
         swa_case_list_free(&all);
         return SWA_EXIT_USAGE;
@@ -303,7 +368,7 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         .backends_selected = backends_selected, .external_globs = externals, .num_external_globs = nexternals,
         .timeout = timeout, .explain_failures = explain, .quiet = quiet, .no_isolate = no_isolate,
         .mutant_only = mutant_only, .jobs = jobs, .gpus = gpus, .num_gpus = num_gpus,
-        .repeat = repeat, .argv0 = prog,
+        .repeat = repeat, .argv0 = prog, .xfail = &xfail,
     };
     if (swa_run_count_pairs(&cfg, &all, selected, nsel) == 0) {
         fprintf(stderr, "swadiff run: nothing to run: the %d selected case(s) and the backend selection give no "
@@ -316,12 +381,16 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
     }
     swa_run_results rr = {0};
     swa_cli_environment(&rr.env, dev, argc, argv, prog);
-    swa_cli_selection(&rr.selection, &all, argc - optind, argv + optind, filters, nfilters, shard_i, shard_n, &cfg);
+    swa_cli_selection(&rr.selection, &all, argc - optind, argv + optind, filters, nfilters, where, where_text, shard_i,
+                      shard_n, &cfg);
     rr.started = swa_now();
     rc = swa_run_selected(&cfg, &all, selected, nsel, report_dir, &rr);
     free(selected);
     swa_run_results_free(&rr);
     swa_case_list_free(&all);
+    swa_where_free(where);
+    where = NULL;
+    swa_xfail_free(&xfail);
     return rc;
 }
 
@@ -369,9 +438,40 @@ int swa_cmd_validate(int argc, char **argv)
     return SWA_EXIT_OK;
 }
 
+/* `list cases --fields`: every field --where can test, "name=value" on an
+ * indented line; backend lists each backend the case runs, '|'-separated
+ * (--where backend=X holds for any of them). */
+static void print_case_fields(const swa_case *c)
+{
+    int n;
+    const swa_case_field *fs = swa_case_fields(&n);
+    fputs("   ", stdout);
+    for (int k = 0; k < n; k++) {
+        char value[SWA_PATH_MAX];
+        if (!strcmp(fs[k].name, "backend")) {
+            fputs(" backend=", stdout);
+            for (int b = 0, first = 1; b < SWA_BACKEND_COUNT; b++)
+                if (c->backends & (1u << b)) {
+                    printf("%s%s", first ? "" : "|", swa_backend_names[b]);
+                    first = 0;
+                }
+            continue;
+        }
+        if (swa_case_field_value(c, NULL, fs[k].name, value, sizeof value, NULL) < 0)
+            continue;
+        printf(" %s=%s", fs[k].name, value);
+    }
+    for (int r = 0; r < c->num_requests; r++)
+        printf(" r%d.qo_len=%d r%d.kv_len=%d", r, c->qo_len[r], r, c->kv_len[r]);
+    fputc('\n', stdout);
+}
+
 static int list_usage(FILE *f)
 {
     fprintf(f, "usage: swadiff list backends | devices | mutants | cases [CASES...]\n"
+               "       swadiff list cases [--where EXPR] [--fields] [CASES...]\n"
+               "           --where: only the cases whose fields meet EXPR (as `run --where`);\n"
+               "           --fields: under each id, every field --where can test, with its value\n"
                "       swadiff list devices --ctest-resource-spec FILE   (CTest resource spec: one slot per GPU)\n");
     return f == stdout ? SWA_EXIT_OK : SWA_EXIT_USAGE;
 }
@@ -380,13 +480,21 @@ int swa_cmd_list(int argc, char **argv)
 {
     static const struct option opts[] = {{"help", no_argument, 0, 'h'},
                                          {"ctest-resource-spec", required_argument, 0, 'R'},
+                                         {"where", required_argument, 0, 'w'},
+        {"xfail", required_argument, 0, 'X'},
+                                         {"fields", no_argument, 0, 'F'},
                                          {0, 0, 0, 0}};
     optind = 1;
     int ch;
-    const char *spec_path = NULL;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    const char *spec_path = NULL, *where_text = NULL;
+    bool fields = false;
+    while ((ch = getopt_long(argc, argv, "hw:", opts, NULL)) != -1) {
         if (ch == 'R')
             spec_path = optarg;
+        else if (ch == 'w')
+            where_text = optarg;
+        else if (ch == 'F')
+            fields = true;
         else
             return ch == 'h' ? list_usage(stdout) : list_usage(stderr);
     }
@@ -401,6 +509,10 @@ int swa_cmd_list(int argc, char **argv)
                    bs[i]->lse_base == 2.0 ? "base-2" : bs[i]->lse_base == 0 ? "none" : "natural",
                    bs[i]->description);
         return SWA_EXIT_OK;
+    }
+    if ((where_text || fields) && strcmp(what, "cases") != 0) {
+        fprintf(stderr, "swadiff list: --where and --fields go with `list cases`\n");
+        return SWA_EXIT_USAGE;
     }
     if (spec_path && strcmp(what, "devices") != 0) {
         fprintf(stderr, "swadiff list: --ctest-resource-spec goes with `list devices`\n");
@@ -463,11 +575,30 @@ int swa_cmd_list(int argc, char **argv)
         return SWA_EXIT_OK;
     }
     if (!strcmp(what, "cases")) {
+        char where_err[1600];
+        swa_where *where = where_text ? swa_where_parse(where_text, where_err, sizeof where_err) : NULL;
+        if (where_text && !where) {
+            fprintf(stderr, "swadiff list: %s\n", where_err);
+            return SWA_EXIT_USAGE;
+        }
         swa_case_list list = {0};
         int rc = swa_cli_load_cases(argc - optind - 1, argv + optind + 1, &list);
-        if (!rc)
-            for (int i = 0; i < list.count; i++)
-                printf("%s\n", list.cases[i].id);
+        int shown = 0;
+        for (int i = 0; !rc && i < list.count; i++) {
+            const swa_case *c = &list.cases[i];
+            if (!swa_where_matches_any(where, c, NULL, 0))
+                continue;
+            shown++;
+            printf("%s\n", c->id);
+            if (fields)
+                print_case_fields(c);
+        }
+        if (!rc && where && shown == 0) {
+            fprintf(stderr, "swadiff list: no case matches --where %s (fields: `swadiff list cases --fields`)\n",
+                    where_text);
+            rc = SWA_EXIT_USAGE;
+        }
+        swa_where_free(where);
         swa_case_list_free(&list);
         return rc;
     }

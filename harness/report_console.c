@@ -22,7 +22,7 @@
 struct swa_console {
     FILE *out;
     int total, done;
-    int counts[4];
+    int counts[SWA_OUTCOME_COUNT];
     bool tty, color, verbose, quiet;
     bool progress_shown;
     int next_plain_percent;
@@ -41,12 +41,14 @@ struct swa_console {
 
 static const char *tag(swa_outcome o)
 {
-    return o == SWA_OUTCOME_FAILED ? "FAIL " : o == SWA_OUTCOME_ERROR ? "ERROR" : o == SWA_OUTCOME_SKIPPED ? "SKIP " : "PASS ";
+    return o == SWA_OUTCOME_FAILED ? "FAIL " : o == SWA_OUTCOME_ERROR ? "ERROR" : o == SWA_OUTCOME_SKIPPED ? "SKIP "
+         : o == SWA_OUTCOME_XFAILED ? "XFAIL" : o == SWA_OUTCOME_XPASSED ? "XPASS" : "PASS ";
 }
 
 static const char *tag_color(swa_outcome o)
 {
-    return o == SWA_OUTCOME_FAILED ? RED : o == SWA_OUTCOME_ERROR ? YELLOW : o == SWA_OUTCOME_SKIPPED ? DIM : GREEN;
+    return o == SWA_OUTCOME_FAILED || o == SWA_OUTCOME_XPASSED ? RED : o == SWA_OUTCOME_ERROR ? YELLOW
+         : o == SWA_OUTCOME_SKIPPED || o == SWA_OUTCOME_XFAILED ? DIM : GREEN;
 }
 
 /* Text from case files and kernels, made safe for a terminal and a log:
@@ -78,8 +80,14 @@ static void put_clean(FILE *f, const char *s)
 void swa_console_result_line(const swa_result *r, char *buf, size_t n)
 {
     char raw[SWA_ID_MAX + SWA_MSG_MAX + 200];
-    snprintf(raw, sizeof raw, "%s  %s/%s/%s  %s%s%s%s  %s", tag(r->outcome), r->backend, r->device, swa_dtype_name(r->dtype),
-             r->id, r->mutant[0] ? " [mutant=" : "", r->mutant, r->mutant[0] ? "]" : "", r->message);
+    char known[SWA_XFAIL_REASON_MAX + 64] = "";
+    if (r->outcome == SWA_OUTCOME_XPASSED)
+        snprintf(known, sizeof known, "passed although marked as a known failure (%s): remove the mark", r->xfail);
+    else if (r->outcome == SWA_OUTCOME_XFAILED)
+        snprintf(known, sizeof known, "[known failure: %s] ", r->xfail);
+    snprintf(raw, sizeof raw, "%s  %s/%s/%s  %s%s%s%s  %s%s", tag(r->outcome), r->backend, r->device,
+             swa_dtype_name(r->dtype), r->id, r->mutant[0] ? " [mutant=" : "", r->mutant, r->mutant[0] ? "]" : "",
+             known, r->outcome == SWA_OUTCOME_XPASSED ? "" : r->message);
     clean_text(raw, buf, n);
 }
 
@@ -175,10 +183,12 @@ void swa_console_add(swa_console *con, const swa_result *r)
     if (!con)
         return;
     con->done++;
-    con->counts[r->outcome]++;
+    if ((unsigned)r->outcome < SWA_OUTCOME_COUNT)
+        con->counts[r->outcome]++;
     if (con->quiet)
         return;
-    bool print = r->outcome == SWA_OUTCOME_FAILED || r->outcome == SWA_OUTCOME_ERROR || con->verbose;
+    bool print = r->outcome == SWA_OUTCOME_FAILED || r->outcome == SWA_OUTCOME_ERROR ||
+                 r->outcome == SWA_OUTCOME_XPASSED || con->verbose;
     if (print && repeated_error(con, r))
         print = false;
     if (print) {
@@ -207,7 +217,7 @@ void swa_console_add(swa_console *con, const swa_result *r)
 typedef struct group_row {
     const char *backend, *device;
     swa_dtype dtype;
-    int n[4];
+    int n[SWA_OUTCOME_COUNT];
 } group_row;
 
 static int collect_groups(const swa_run_results *rr, group_row *g)
@@ -219,10 +229,11 @@ static int collect_groups(const swa_run_results *rr, group_row *g)
         while (k < ng && !(g[k].dtype == r->dtype && !strcmp(g[k].backend, r->backend) && !strcmp(g[k].device, r->device)))
             k++;
         if (k == ng) {
-            g[ng] = (group_row){r->backend, r->device, r->dtype, {0, 0, 0, 0}};
+            g[ng] = (group_row){r->backend, r->device, r->dtype, {0}};
             ng++;
         }
-        g[k].n[r->outcome]++;
+        if ((unsigned)r->outcome < SWA_OUTCOME_COUNT)
+            g[k].n[r->outcome]++;
     }
     return ng;
 }
@@ -249,14 +260,18 @@ void swa_console_write_summary(FILE *f, const swa_run_results *rr, bool color)
         return;
     }
     int ng = collect_groups(rr, g);
-    int passed, failed, error, skipped;
-    swa_run_results_summary(rr, &passed, &failed, &error, &skipped);
+    int counts[SWA_OUTCOME_COUNT];
+    swa_run_results_counts(rr, counts);
+    int passed = counts[SWA_OUTCOME_PASSED], failed = counts[SWA_OUTCOME_FAILED], error = counts[SWA_OUTCOME_ERROR],
+        skipped = counts[SWA_OUTCOME_SKIPPED], xfailed = counts[SWA_OUTCOME_XFAILED],
+        xpassed = counts[SWA_OUTCOME_XPASSED];
+    bool known = xfailed + xpassed > 0; /* the known-failure columns, when a run has any */
     int w = 14;
     for (int k = 0; k < ng; k++)
         if ((int)strlen(g[k].backend) > w)
             w = (int)strlen(g[k].backend);
-    fprintf(f, "\n%s%-*s %-6s %-5s %7s %7s %7s %7s%s\n", color ? BOLD : "", w, "backend", "device", "dtype", "passed",
-            "failed", "errors", "skipped", color ? RESET : "");
+    fprintf(f, "\n%s%-*s %-6s %-5s %7s %7s %7s %7s%s%s\n", color ? BOLD : "", w, "backend", "device", "dtype", "passed",
+            "failed", "errors", "skipped", known ? " xfailed xpassed" : "", color ? RESET : "");
     for (int k = 0; k < ng; k++) {
         fprintf(f, "%-*s %-6s %-5s %7d ", w, g[k].backend, g[k].device, swa_dtype_name(g[k].dtype),
                 g[k].n[SWA_OUTCOME_PASSED]);
@@ -264,10 +279,30 @@ void swa_console_write_summary(FILE *f, const swa_run_results *rr, bool color)
             fprintf(f, RED "%7d" RESET, g[k].n[SWA_OUTCOME_FAILED]);
         else
             fprintf(f, "%7d", g[k].n[SWA_OUTCOME_FAILED]);
-        fprintf(f, " %7d %7d\n", g[k].n[SWA_OUTCOME_ERROR], g[k].n[SWA_OUTCOME_SKIPPED]);
+        fprintf(f, " %7d %7d", g[k].n[SWA_OUTCOME_ERROR], g[k].n[SWA_OUTCOME_SKIPPED]);
+        if (known)
+            fprintf(f, " %7d %7d", g[k].n[SWA_OUTCOME_XFAILED], g[k].n[SWA_OUTCOME_XPASSED]);
+        fputc('\n', f);
     }
     /* the widest group name decides the first column (external backends are long) */
-    fprintf(f, "%-*s %7d %7d %7d %7d\n", w + 12, "total", passed, failed, error, skipped);
+    fprintf(f, "%-*s %7d %7d %7d %7d", w + 12, "total", passed, failed, error, skipped);
+    if (known)
+        fprintf(f, " %7d %7d", xfailed, xpassed);
+    fputc('\n', f);
+    if (xpassed) {
+        fprintf(f, "\n%sXPASSED%s: %d result%s marked as known failures passed; the run fails until the marks "
+                   "(--xfail file, case \"xfail\") are removed:\n", color ? RED : "", color ? RESET : "", xpassed,
+                xpassed == 1 ? "" : "s");
+        for (int i = 0, shown = 0; i < rr->count && shown < SWA_CONSOLE_WORST; i++)
+            if (rr->items[i].outcome == SWA_OUTCOME_XPASSED) {
+                fprintf(f, "  %s  ", rr->items[i].backend);
+                put_clean(f, rr->items[i].id);
+                fputs("  (", f);
+                put_clean(f, rr->items[i].xfail);
+                fputs(")\n", f);
+                shown++;
+            }
+    }
 
     int nw = collect_worst(rr, idx);
     if (nw) {
@@ -321,7 +356,7 @@ void swa_console_write_summary(FILE *f, const swa_run_results *rr, bool color)
     if (rr->count == 0)
         fprintf(f, "\n%sNOTHING COMPARED%s: the run has no result; it checked no kernel.\n", color ? YELLOW : "",
                 color ? RESET : "");
-    if (rr->count > 0 && passed + failed + error == 0)
+    if (rr->count > 0 && passed + failed + error + xfailed + xpassed == 0)
     {
         fprintf(f, "\n%sNOTHING COMPARED%s: all %d results were skipped; this run checked no kernel. Reasons:\n",
                 color ? YELLOW : "", color ? RESET : "", skipped);
@@ -338,12 +373,15 @@ void swa_console_write_summary(FILE *f, const swa_run_results *rr, bool color)
         }
     }
     /* the verdict names the exit code's reason, in its precedence (1, 3, 5, 0) */
-    bool nothing = passed == 0;
-    const char *verdict = failed ? "FAILED" : error ? "ERROR" : rr->incomplete ? "INCOMPLETE"
-                        : nothing ? "NOTHING COMPARED" : "PASSED";
-    fprintf(f, "\n%s%s%s: %d passed, %d failed, %d errors, %d skipped in %.1f s\n",
-            color ? (failed ? RED : error || rr->incomplete || nothing ? YELLOW : GREEN) : "", verdict,
-            color ? RESET : "", passed, failed, error, skipped, rr->duration);
+    bool nothing = passed + xfailed == 0;
+    const char *verdict = failed ? "FAILED" : xpassed ? "FAILED (xpassed)" : error ? "ERROR"
+                        : rr->incomplete ? "INCOMPLETE" : nothing ? "NOTHING COMPARED" : "PASSED";
+    char known_text[64] = "";
+    if (known)
+        snprintf(known_text, sizeof known_text, ", %d xfailed, %d xpassed", xfailed, xpassed);
+    fprintf(f, "\n%s%s%s: %d passed, %d failed, %d errors, %d skipped%s in %.1f s\n",
+            color ? (failed || xpassed ? RED : error || rr->incomplete || nothing ? YELLOW : GREEN) : "", verdict,
+            color ? RESET : "", passed, failed, error, skipped, known_text, rr->duration);
     free(g);
     free(idx);
 }
@@ -366,21 +404,47 @@ int swa_console_write_markdown(FILE *f, const swa_run_results *rr, const char *r
         free(idx);
         return -1;
     }
-    int passed, failed, error, skipped;
-    swa_run_results_summary(rr, &passed, &failed, &error, &skipped);
-    fprintf(f, "## swadiff: %s\n\n", failed ? "mismatches found" : error ? "runtime errors"
-                                     : rr->incomplete ? "incomplete run" : passed == 0 ? "nothing compared" : "all passed");
-    fprintf(f, "**%d** passed, **%d** failed, **%d** errors, **%d** skipped in %.1f s\n\n", passed, failed, error, skipped,
-            rr->duration);
-    fputs("| backend | device | dtype | passed | failed | errors | skipped |\n|---|---|---|---:|---:|---:|---:|\n", f);
+    int counts[SWA_OUTCOME_COUNT];
+    swa_run_results_counts(rr, counts);
+    int passed = counts[SWA_OUTCOME_PASSED], failed = counts[SWA_OUTCOME_FAILED], error = counts[SWA_OUTCOME_ERROR],
+        skipped = counts[SWA_OUTCOME_SKIPPED], xfailed = counts[SWA_OUTCOME_XFAILED],
+        xpassed = counts[SWA_OUTCOME_XPASSED];
+    bool known = xfailed + xpassed > 0;
+    fprintf(f, "## swadiff: %s\n\n", failed ? "mismatches found" : xpassed ? "known failures passed (xpassed)"
+                                     : error ? "runtime errors" : rr->incomplete ? "incomplete run"
+                                     : passed + xfailed == 0 ? "nothing compared" : "all passed");
+    fprintf(f, "**%d** passed, **%d** failed, **%d** errors, **%d** skipped", passed, failed, error, skipped);
+    if (known)
+        fprintf(f, ", **%d** xfailed (known failures), **%d** xpassed", xfailed, xpassed);
+    fprintf(f, " in %.1f s\n\n", rr->duration);
+    fprintf(f, "| backend | device | dtype | passed | failed | errors | skipped |%s\n|---|---|---|---:|---:|---:|---:|%s\n",
+            known ? " xfailed | xpassed |" : "", known ? "---:|---:|" : "");
     int ng = collect_groups(rr, g);
     for (int k = 0; k < ng; k++) {
         fputs("| ", f);
         md(f, g[k].backend);
         fputs(" | ", f);
         md(f, g[k].device);
-        fprintf(f, " | %s | %d | %d | %d | %d |\n", swa_dtype_name(g[k].dtype), g[k].n[SWA_OUTCOME_PASSED],
+        fprintf(f, " | %s | %d | %d | %d | %d |", swa_dtype_name(g[k].dtype), g[k].n[SWA_OUTCOME_PASSED],
                 g[k].n[SWA_OUTCOME_FAILED], g[k].n[SWA_OUTCOME_ERROR], g[k].n[SWA_OUTCOME_SKIPPED]);
+        if (known)
+            fprintf(f, " %d | %d |", g[k].n[SWA_OUTCOME_XFAILED], g[k].n[SWA_OUTCOME_XPASSED]);
+        fputc('\n', f);
+    }
+    if (xpassed) {
+        fputs("\n### Known failures that passed (xpassed: remove the mark)\n\n| case | backend | mark |\n|---|---|---|\n",
+              f);
+        for (int i = 0, shown = 0; i < rr->count && shown < 20; i++)
+            if (rr->items[i].outcome == SWA_OUTCOME_XPASSED) {
+                fputs("| ", f);
+                md(f, rr->items[i].id);
+                fputs(" | ", f);
+                md(f, rr->items[i].backend);
+                fputs(" | ", f);
+                md(f, rr->items[i].xfail);
+                fputs(" |\n", f);
+                shown++;
+            }
     }
     int nw = collect_worst(rr, idx);
     if (nw) {

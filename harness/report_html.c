@@ -215,7 +215,9 @@ static const char CSS[] =
     ".badge{display:inline-block;border-radius:4px;padding:0 7px;font-size:11.5px;font-weight:700;color:#fff;"
     "text-transform:uppercase;letter-spacing:.04em}"
     ".badge.failed{background:var(--fail)}.badge.passed{background:var(--pass)}.badge.error{background:var(--err)}"
-    ".badge.skipped{background:var(--skip)}"
+    ".badge.skipped{background:var(--skip)}.badge.xfailed{background:var(--skip)}.badge.xpassed{background:var(--fail)}"
+    "table.overview tr.xpassed td:first-child{border-left:4px solid var(--fail)}"
+    "details.case.xpassed{border-left:5px solid var(--fail)}details.case.xfailed{border-left:5px solid var(--skip)}"
     ".filters{display:flex;gap:16px;align-items:center;flex-wrap:wrap;background:var(--card);border:1px solid var(--line);"
     "border-radius:8px;padding:8px 12px;margin-top:16px}"
     ".filters input[type=search]{flex:1;min-width:240px;padding:5px 8px;border:1px solid var(--line);border-radius:6px;font:inherit}"
@@ -355,13 +357,15 @@ static void put_env_row(FILE *f, const char *name, const char *value)
 
 static void put_header(FILE *f, const swa_run_results *rr)
 {
-    int passed, failed, error, skipped;
-    swa_run_results_summary(rr, &passed, &failed, &error, &skipped);
+    int n[SWA_OUTCOME_COUNT];
+    swa_run_results_counts(rr, n);
+    int passed = n[SWA_OUTCOME_PASSED], failed = n[SWA_OUTCOME_FAILED], error = n[SWA_OUTCOME_ERROR],
+        skipped = n[SWA_OUTCOME_SKIPPED], xfailed = n[SWA_OUTCOME_XFAILED], xpassed = n[SWA_OUTCOME_XPASSED];
     /* green only for a complete run that exited 0: an incomplete run, or one
      * whose exit code says something its results do not (a report that
      * could not be written, a shard merged with its failure), is not */
     bool not_green = rr->incomplete || rr->exitcode != SWA_EXIT_OK;
-    const char *verdict = failed ? "failed" : error || not_green ? "error" : "passed";
+    const char *verdict = failed || xpassed ? "failed" : error || not_green ? "error" : "passed";
     char created[32];
     swa_report_iso8601(rr->started, created, sizeof created);
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -371,15 +375,20 @@ static void put_header(FILE *f, const swa_run_results *rr)
     fprintf(f, "<header class=\"banner %s\" id=\"summary\"><div class=\"inner\">\n", verdict);
     if (failed)
         fprintf(f, "<h1>swadiff: %d of %d failed</h1>\n", failed, rr->count);
+    else if (xpassed)
+        fprintf(f, "<h1>swadiff: %d known failure%s passed (xpassed): remove the mark%s</h1>\n", xpassed,
+                xpassed == 1 ? "" : "s", xpassed == 1 ? "" : "s");
     else if (error)
         fprintf(f, "<h1>swadiff: %d runtime error%s, no mismatch</h1>\n", error, error == 1 ? "" : "s");
     else if (rr->incomplete)
         fprintf(f, "<h1>swadiff: incomplete run, %d result%s</h1>\n", rr->count, rr->count == 1 ? "" : "s");
-    else if (passed == 0)
+    else if (passed + xfailed == 0)
         fprintf(f, "<h1>swadiff: nothing compared (%d result%s, all skipped): no kernel was checked</h1>\n",
                 rr->count, rr->count == 1 ? "" : "s");
     else if (not_green)
         fprintf(f, "<h1>swadiff: exit code %d, no failing result</h1>\n", rr->exitcode);
+    else if (xfailed)
+        fprintf(f, "<h1>swadiff: all %d passed, %d known failure%s</h1>\n", passed, xfailed, xfailed == 1 ? "" : "s");
     else
         fprintf(f, "<h1>swadiff: all %d passed</h1>\n", passed);
     fprintf(f, "<div class=\"sub\">%s · %.1f s · exit code %d", created, rr->duration, rr->exitcode);
@@ -408,8 +417,10 @@ static void put_header(FILE *f, const swa_run_results *rr)
             "<div class=\"count\" id=\"count-failed\"><b>%d</b><span>failed</span></div>"
             "<div class=\"count\" id=\"count-error\"><b>%d</b><span>errors</span></div>"
             "<div class=\"count\" id=\"count-passed\"><b>%d</b><span>passed</span></div>"
-            "<div class=\"count\" id=\"count-skipped\"><b>%d</b><span>skipped</span></div></div>\n",
-            rr->count, failed, error, passed, skipped);
+            "<div class=\"count\" id=\"count-skipped\"><b>%d</b><span>skipped</span></div>"
+            "<div class=\"count\" id=\"count-xfailed\"><b>%d</b><span>xfailed</span></div>"
+            "<div class=\"count\" id=\"count-xpassed\"><b>%d</b><span>xpassed</span></div></div>\n",
+            rr->count, failed, error, passed, skipped, xfailed, xpassed);
     fputs("</div></header>\n<main>\n", f);
     fputs("<section id=\"environment\"><details><summary><b>Environment</b> — ", f);
     esc(f, rr->env.host[0] ? rr->env.host : "unknown host");
@@ -427,9 +438,9 @@ static void put_header(FILE *f, const swa_run_results *rr)
     put_env_row(f, "Created", created);
     fputs("</table></details></section>\n", f);
     fputs("<div class=\"filters\" id=\"filters\" hidden>\n<b>Show</b>\n", f);
-    static const char *const outs[] = {"failed", "error", "skipped", "passed"};
-    const int counts[] = {failed, error, skipped, passed};
-    for (int i = 0; i < 4; i++)
+    static const char *const outs[] = {"failed", "xpassed", "error", "skipped", "xfailed", "passed"};
+    const int counts[] = {failed, xpassed, error, skipped, xfailed, passed};
+    for (int i = 0; i < 6; i++)
         fprintf(f, "<label><input type=\"checkbox\" value=\"%s\" checked> %s (%d)</label>\n", outs[i], outs[i], counts[i]);
     fputs("<input type=\"search\" id=\"filter-text\" placeholder=\"filter by case id, backend, dtype, mutant, message\">\n"
           "<span class=\"hint\" id=\"shown\"></span>\n</div>\n"
@@ -464,7 +475,8 @@ static void put_ratio_cell(FILE *f, const swa_result *r)
 /* The sort rank of an outcome: the written order's (failing first). */
 static int outcome_rank(swa_outcome o)
 {
-    return o == SWA_OUTCOME_FAILED ? 0 : o == SWA_OUTCOME_ERROR ? 1 : o == SWA_OUTCOME_SKIPPED ? 2 : 3;
+    return o == SWA_OUTCOME_FAILED ? 0 : o == SWA_OUTCOME_XPASSED ? 1 : o == SWA_OUTCOME_ERROR ? 2
+         : o == SWA_OUTCOME_SKIPPED ? 3 : o == SWA_OUTCOME_XFAILED ? 4 : 5;
 }
 
 /* Failures grouped by diagnosis family: one row per kind of bug seen, with
@@ -781,6 +793,13 @@ static void put_case(FILE *f, const swa_result *r, const char *anchor, bool open
     esc(f, r->message);
     fputs("</span></summary>\n<div class=\"body\">\n", f);
 
+    if (r->xfail[0]) {
+        fprintf(f, "<div class=\"warn xfail\"><b>%s</b> ", r->outcome == SWA_OUTCOME_XPASSED
+                ? "Known failure that passed (xpassed: remove the mark):" : "Known failure (xfailed):");
+        esc(f, r->xfail);
+        fprintf(f, " (it %s)</div>\n", r->xfail_was == SWA_OUTCOME_PASSED ? "passed" : r->xfail_was == SWA_OUTCOME_ERROR
+                ? "errored" : "failed");
+    }
     if (r->diagnosis[0]) {
         fputs("<div class=\"diagnosis\"><b>Diagnosis:</b> ", f);
         esc(f, r->diagnosis);
@@ -842,7 +861,7 @@ static void put_case(FILE *f, const swa_result *r, const char *anchor, bool open
             put_worst(f, c);
             fputs("</div>\n", f);
         }
-    } else if (r->outcome == SWA_OUTCOME_ERROR || r->outcome == SWA_OUTCOME_SKIPPED) {
+    } else if (r->outcome != SWA_OUTCOME_PASSED) {
         fputs("<pre>", f);
         esc(f, r->message);
         fputs("</pre>\n", f);

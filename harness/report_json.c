@@ -253,6 +253,14 @@ cJSON *swa_report_case_json(const swa_result *r)
     }
     add_str(o, "message", r->message);
     add_string_or_null(o, "diagnosis", r->diagnosis);
+    /* a known failure (--xfail, a case's "xfail"): why, and the outcome it had */
+    if (r->xfail[0]) {
+        cJSON *x = cJSON_AddObjectToObject(o, "xfail");
+        cJSON_AddStringToObject(x, "reason", r->xfail);
+        cJSON_AddStringToObject(x, "outcome", swa_outcome_name(r->xfail_was));
+    } else {
+        cJSON_AddNullToObject(o, "xfail");
+    }
     cJSON *warnings = cJSON_AddArrayToObject(o, "warnings");
     for (const char *p = r->warnings; *p;) {
         const char *nl = strchr(p, '\n');
@@ -390,14 +398,16 @@ cJSON *swa_report_json(const swa_run_results *rr)
         cJSON_AddNumberToObject(root, "expected_results", rr->expected);
     cJSON_AddItemToObject(root, "environment", swa_report_environment_json(&rr->env));
     swa_report_add_selection_json(root, &rr->selection);
-    int passed, failed, error, skipped;
-    swa_run_results_summary(rr, &passed, &failed, &error, &skipped);
+    int n[SWA_OUTCOME_COUNT];
+    swa_run_results_counts(rr, n);
     cJSON *summary = cJSON_AddObjectToObject(root, "summary");
-    cJSON_AddNumberToObject(summary, "total", rr->count);
-    cJSON_AddNumberToObject(summary, "passed", passed);
-    cJSON_AddNumberToObject(summary, "failed", failed);
-    cJSON_AddNumberToObject(summary, "error", error);
-    cJSON_AddNumberToObject(summary, "skipped", skipped);
+    cJSON_AddNumberToObject(summary, "total", rr->count); /* the sum of the six below */
+    cJSON_AddNumberToObject(summary, "passed", n[SWA_OUTCOME_PASSED]);
+    cJSON_AddNumberToObject(summary, "failed", n[SWA_OUTCOME_FAILED]);
+    cJSON_AddNumberToObject(summary, "error", n[SWA_OUTCOME_ERROR]);
+    cJSON_AddNumberToObject(summary, "skipped", n[SWA_OUTCOME_SKIPPED]);
+    cJSON_AddNumberToObject(summary, "xfailed", n[SWA_OUTCOME_XFAILED]);
+    cJSON_AddNumberToObject(summary, "xpassed", n[SWA_OUTCOME_XPASSED]);
     /* cases in the order they ran: diffs between two reports stay readable */
     cJSON *cases = cJSON_AddArrayToObject(root, "cases");
     for (int i = 0; i < rr->count; i++) {

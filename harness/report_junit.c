@@ -137,6 +137,31 @@ static int put_testcase(FILE *f, const swa_result *r)
         rc |= put_body(f, r);
         fputs("</error>\n    </testcase>\n", f);
         return rc;
+    case SWA_OUTCOME_XFAILED: {
+        /* a known failure: skipped with its reason (test-report tools have
+         * no xfail), the failure itself in the body */
+        char message[SWA_XFAIL_REASON_MAX + 64];
+        snprintf(message, sizeof message, "xfailed (known failure): %s", r->xfail);
+        fputs(">\n      <skipped message=\"", f);
+        rc |= put_xml(f, message, true);
+        fprintf(f, "\" type=\"xfailed\">It %s as expected: ", r->xfail_was == SWA_OUTCOME_ERROR ? "errored" : "failed");
+        rc |= put_xml(f, r->message, false);
+        fputs("</skipped>\n    </testcase>\n", f);
+        return rc;
+    }
+    case SWA_OUTCOME_XPASSED: {
+        char message[SWA_XFAIL_REASON_MAX + 96];
+        snprintf(message, sizeof message, "xpassed: marked as a known failure (%s) but passed; remove the mark",
+                 r->xfail);
+        fputs(">\n      <failure message=\"", f);
+        rc |= put_xml(f, message, true);
+        fputs("\" type=\"xpassed\">", f);
+        rc |= put_body(f, r);
+        fputs("</failure>\n    </testcase>\n", f);
+        return rc;
+    }
+    case SWA_OUTCOME_COUNT:
+        break;
     }
     return rc;
 }
@@ -144,9 +169,11 @@ static int put_testcase(FILE *f, const swa_result *r)
 int swa_report_write_junit(const swa_run_results *rr, FILE *f)
 {
     int rc = 0;
-    int passed, failed, error;
-    const bool nothing_compared =
-        swa_run_results_summary(rr, &passed, &failed, &error, NULL) == SWA_EXIT_NOTHING_COMPARED;
+    int counts[SWA_OUTCOME_COUNT];
+    const bool nothing_compared = swa_run_results_counts(rr, counts) == SWA_EXIT_NOTHING_COMPARED;
+    /* xpassed results are failures of the run, xfailed ones skipped */
+    int failed = counts[SWA_OUTCOME_FAILED] + counts[SWA_OUTCOME_XPASSED],
+        error = counts[SWA_OUTCOME_ERROR];
     char created[32];
     swa_report_iso8601(rr->started, created, sizeof created);
     char incomplete[sizeof rr->incomplete_reason + 64] = "";
@@ -171,18 +198,20 @@ int swa_report_write_junit(const swa_run_results *rr, FILE *f)
             backends[nb++] = rr->items[i].backend;
     }
     for (int b = 0; b < nb; b++) {
-        int n[4] = {0, 0, 0, 0};
+        int n[SWA_OUTCOME_COUNT] = {0};
         double time = 0;
         for (int i = 0; i < rr->count; i++)
             if (!strcmp(rr->items[i].backend, backends[b])) {
-                n[rr->items[i].outcome]++;
+                if ((unsigned)rr->items[i].outcome < SWA_OUTCOME_COUNT)
+                    n[rr->items[i].outcome]++;
                 if (isfinite(rr->items[i].duration) && rr->items[i].duration > 0)
                     time += rr->items[i].duration;
             }
         fputs("  <testsuite name=\"swadiff.", f);
         rc |= put_xml(f, backends[b], true);
         fprintf(f, "\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%.3f\" timestamp=\"%.19s\" hostname=\"",
-                n[0] + n[1] + n[2] + n[3], n[SWA_OUTCOME_FAILED], n[SWA_OUTCOME_ERROR], n[SWA_OUTCOME_SKIPPED], time,
+                n[0] + n[1] + n[2] + n[3] + n[4] + n[5], n[SWA_OUTCOME_FAILED] + n[SWA_OUTCOME_XPASSED],
+                n[SWA_OUTCOME_ERROR], n[SWA_OUTCOME_SKIPPED] + n[SWA_OUTCOME_XFAILED], time,
                 created);
         rc |= put_xml(f, rr->env.host[0] ? rr->env.host : "unknown", true);
         fputs("\">\n    <properties>\n", f);

@@ -199,7 +199,7 @@ static int dtype_from_name(const char *s)
 
 static int outcome_from_name(const char *s)
 {
-    for (int o = SWA_OUTCOME_PASSED; o <= SWA_OUTCOME_SKIPPED; o++)
+    for (int o = SWA_OUTCOME_PASSED; o < SWA_OUTCOME_COUNT; o++)
         if (!strcmp(s, swa_outcome_name((swa_outcome)o)))
             return o;
     return -1;
@@ -255,6 +255,38 @@ static void read_repeat(reader *rd, const cJSON *obj, swa_result *r)
     }
     if (!rd->failed && (nd->runs_differing >= r->repeat || nd->first_run > r->repeat || nd->worst_run > r->repeat))
         type_error(rd, "nondeterministic", "runs within \"repeat\" (runs_differing < repeat, runs 2..repeat)");
+}
+
+/* "xfail" (optional: older reports have none): null, or the known
+ * failure's {"reason", "outcome"}; present exactly when the outcome is
+ * xfailed or xpassed. */
+static void read_xfail(reader *rd, const cJSON *obj, swa_result *r)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, "xfail");
+    r->xfail[0] = '\0';
+    r->xfail_was = SWA_OUTCOME_PASSED;
+    bool known = r->outcome == SWA_OUTCOME_XFAILED || r->outcome == SWA_OUTCOME_XPASSED;
+    if (!x || cJSON_IsNull(x)) {
+        if (known)
+            type_error(rd, "xfail", "an object {\"reason\", \"outcome\"} for an xfailed or xpassed result");
+        return;
+    }
+    if (!cJSON_IsObject(x) || !known) {
+        type_error(rd, "xfail", known ? "an object {\"reason\", \"outcome\"} or null"
+                                      : "null (the outcome is not xfailed or xpassed)");
+        return;
+    }
+    get_string(rd, x, "reason", r->xfail, sizeof r->xfail, false);
+    char was[16] = "";
+    get_string(rd, x, "outcome", was, sizeof was, false);
+    int o = outcome_from_name(was);
+    bool fits = r->outcome == SWA_OUTCOME_XPASSED ? o == SWA_OUTCOME_PASSED
+                                                  : o == SWA_OUTCOME_FAILED || o == SWA_OUTCOME_ERROR;
+    if (!rd->failed && !fits)
+        type_error(rd, "xfail", r->outcome == SWA_OUTCOME_XPASSED ? "\"outcome\": \"passed\" for an xpassed result"
+                                                                  : "\"outcome\": \"failed\" or \"error\" for an "
+                                                                    "xfailed result");
+    r->xfail_was = fits ? (swa_outcome)o : SWA_OUTCOME_FAILED;
 }
 
 /* "decisions" (report 1.2, optional: older reports have none): an object
@@ -316,7 +348,7 @@ swa_status swa_report_case_from_json(const cJSON *obj, const char *where, swa_re
     get_string(&rd, obj, "mutant", r->mutant, sizeof r->mutant, true);
     get_string(&rd, obj, "outcome", buf, sizeof buf, false);
     if (!rd.failed && outcome_from_name(buf) < 0)
-        type_error(&rd, "outcome", "\"passed\", \"failed\", \"error\" or \"skipped\"");
+        type_error(&rd, "outcome", "\"passed\", \"failed\", \"error\", \"skipped\", \"xfailed\" or \"xpassed\"");
     r->outcome = (swa_outcome)(outcome_from_name(buf) < 0 ? 0 : outcome_from_name(buf));
     r->duration = get_real(&rd, obj, "duration");
     const cJSON *shape = get_object(&rd, obj, "shape", false);
@@ -449,6 +481,7 @@ swa_status swa_report_case_from_json(const cJSON *obj, const char *where, swa_re
     read_kernel(&rd, obj, r);
     read_decisions(&rd, obj, r);
     read_repeat(&rd, obj, r);
+    read_xfail(&rd, obj, r);
     if (rd.failed) {
         swa_compare_result_free(c);
         return err ? err->status : SWA_ERR_INVALID;

@@ -249,7 +249,8 @@ double swa_result_severity(const swa_result *r)
 
 static int outcome_rank(swa_outcome o)
 {
-    return o == SWA_OUTCOME_FAILED ? 0 : o == SWA_OUTCOME_ERROR ? 1 : o == SWA_OUTCOME_SKIPPED ? 2 : 3;
+    return o == SWA_OUTCOME_FAILED ? 0 : o == SWA_OUTCOME_XPASSED ? 1 : o == SWA_OUTCOME_ERROR ? 2
+         : o == SWA_OUTCOME_SKIPPED ? 3 : o == SWA_OUTCOME_XFAILED ? 4 : 5;
 }
 
 static const swa_run_results *order_rr; /* qsort has no context argument in C11 */

@@ -19,12 +19,19 @@ typedef enum {
     SWA_OUTCOME_FAILED = 1,
     SWA_OUTCOME_ERROR = 2,
     SWA_OUTCOME_SKIPPED = 3,
+    /* known failures (--xfail FILE, a case's "xfail"; harness/xfail.h):
+     * a marked result that failed or errored is xfailed (the run stays
+     * green), one that passed is xpassed (strict: the run fails, exit 1) */
+    SWA_OUTCOME_XFAILED = 4,
+    SWA_OUTCOME_XPASSED = 5,
+    SWA_OUTCOME_COUNT = 6,
 } swa_outcome;
 
 static inline const char *swa_outcome_name(swa_outcome o)
 {
     return o == SWA_OUTCOME_PASSED ? "passed" : o == SWA_OUTCOME_FAILED ? "failed"
-         : o == SWA_OUTCOME_ERROR ? "error" : "skipped";
+         : o == SWA_OUTCOME_ERROR ? "error" : o == SWA_OUTCOME_XFAILED ? "xfailed"
+         : o == SWA_OUTCOME_XPASSED ? "xpassed" : "skipped";
 }
 
 /* --repeat N: how runs 2..N differed from run 1, bitwise (all zero when
@@ -58,6 +65,8 @@ typedef struct swa_result {
     swa_compare_result cmp;
     char message[SWA_MSG_MAX];   /* first mismatch line, error text or skip reason */
     char diagnosis[800];         /* explain's verdict for failures, "" when none */
+    char xfail[SWA_XFAIL_REASON_MAX]; /* why it is a known failure, "" when it is not one */
+    swa_outcome xfail_was;       /* xfailed / xpassed: the outcome it had (failed, error; passed) */
     char warnings[512];          /* plan-time warnings, "" when none */
     char reproduce[1024];        /* command line that reruns this case alone */
     char kernel[192];            /* the device's kernel variant that computed it (swa_device_ops.last_kernel),
@@ -138,6 +147,10 @@ void swa_run_results_sort(swa_run_results *rr);
  * passed (all skipped, or no result), else 0. */
 int swa_run_results_summary(const swa_run_results *rr, int *passed, int *failed, int *error,
                             int *skipped);
+/* The same exit code, with every outcome counted: counts[SWA_OUTCOME_*]
+ * (they add up to rr->count).  An xpassed result is a mismatch (1); an
+ * xfailed one counts as compared (a run of known failures only exits 0). */
+int swa_run_results_counts(const swa_run_results *rr, int counts[SWA_OUTCOME_COUNT]);
 #ifdef __cplusplus
 }
 #endif

@@ -35,6 +35,10 @@ typedef struct swa_run_config {
     int num_gpus;
     /* for reproduce commands: the program name as the user typed it */
     const char *argv0;
+    /* --xfail FILE's known failures (NULL: none; a case's own "xfail"
+     * applies either way): marked results become xfailed / xpassed as they
+     * are recorded (harness/xfail.h) */
+    const struct swa_xfail_list *xfail;
 } swa_run_config;
 
 /* Everything one case needs, built once and shared by its backends. */

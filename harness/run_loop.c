@@ -34,6 +34,7 @@
 #include "harness/explain.h"
 #include "harness/report.h"
 #include "harness/run.h"
+#include "harness/xfail.h"
 
 #ifdef SWADIFF_COVERAGE
 void __gcov_dump(void); /* libgcov */
@@ -251,6 +252,7 @@ static void record(loop_state *ls, swa_result *r, int sel, int b)
     double t0 = swa_now();
     ls->done++;
     r->seq = ls->first_pair ? ls->first_pair[sel] + b : ls->done;
+    swa_xfail_apply(swa_xfail_reason(ls->cfg->xfail, &ls->all->cases[ls->selected[sel]], r->backend), r);
     if (ls->report) {
         swa_error err = {0};
         if (swa_report_add(ls->report, r, &err) != SWA_OK && !ls->report_warned) {

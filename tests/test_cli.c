@@ -582,3 +582,63 @@ Test(cli, bench_peers_bad_arguments_are_usage_errors)
     cr_assert_eq(rc, 2, "exit %d:\n%s", rc, log);
     cr_assert(strstr(log, "--peers-budget must be > 0"), "%s", log);
 }
+
+/* --where: the cases and the backends whose fields meet every condition */
+Test(cli, where_selects_cases_and_backends)
+{
+    char cmd[1024], out[16384], path[512];
+    snprintf(cmd, sizeof cmd, SWADIFF_BINARY " run --device host --report %s/r --where 'dtype=bf16,backend=prefill,"
+             "head_dim>=64' " DATA "/where.json", tmpdir);
+    int rc = run(cmd, out, sizeof out);
+    cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+    snprintf(path, sizeof path, "%s/r/report.json", tmpdir);
+    cJSON *j = read_json(path);
+    cJSON *cases = cJSON_GetObjectItem(j, "cases");
+    cr_assert_eq(cJSON_GetArraySize(cases), 1, "expected one (case, backend), got %d:\n%s", cJSON_GetArraySize(cases),
+                 out);
+    cJSON *c = cJSON_GetArrayItem(cases, 0);
+    cr_assert_str_eq(cJSON_GetObjectItem(c, "backend")->valuestring, "prefill");
+    cr_assert_str_eq(cJSON_GetObjectItem(c, "dtype")->valuestring, "bf16");
+    /* the report says what selected the cases (shards of another --where do not merge) */
+    cJSON *filters = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "selection"), "filters");
+    cr_assert(cJSON_GetArraySize(filters) == 1 &&
+                  strstr(cJSON_GetArrayItem(filters, 0)->valuestring, "--where dtype=bf16,backend=prefill"),
+              "selection.filters does not record the --where");
+    cJSON_Delete(j);
+
+    /* list cases takes the same expression */
+    rc = run(SWADIFF_BINARY " list cases --where 'dtype=fp16' " DATA "/where.json", out, sizeof out);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "dtype=fp16") && !strstr(out, "dtype=bf16"), "%s", out);
+}
+
+Test(cli, where_errors_are_usage_errors)
+{
+    char out[8192];
+    int rc = run(SWADIFF_BINARY " run --device host --where 'dtype=bf16,head_dim>=x' " DATA "/where.json", out,
+                 sizeof out);
+    cr_assert_eq(rc, 2, "exit %d:\n%s", rc, out);
+    cr_assert(strstr(out, "at column 12 (head_dim>=x): head_dim is a number"), "%s", out);
+    rc = run(SWADIFF_BINARY " run --device host --where 'head_dim>64' " DATA "/where.json", out, sizeof out);
+    cr_assert_eq(rc, 2, "a --where that matches nothing: exit %d:\n%s", rc, out);
+    cr_assert(strstr(out, "no case matches --where head_dim>64"), "%s", out);
+    rc = run(SWADIFF_BINARY " list cases --where 'colour=red' " DATA "/where.json", out, sizeof out);
+    cr_assert_eq(rc, 2, "exit %d:\n%s", rc, out);
+    cr_assert(strstr(out, "unknown field 'colour'"), "%s", out);
+    /* a backend none of the selected cases runs: nothing to run */
+    rc = run(SWADIFF_BINARY " run --device host --where 'backend=decode_aiter' " DATA "/where.json", out, sizeof out);
+    cr_assert_eq(rc, 2, "exit %d:\n%s", rc, out);
+}
+
+Test(cli, list_cases_fields_shows_every_field)
+{
+    char out[16384];
+    int rc = run(SWADIFF_BINARY " list cases --fields " DATA "/where.json", out, sizeof out);
+    cr_assert_eq(rc, 0, "%s", out);
+    /* fields the id does not carry, and both backends */
+    cr_assert(strstr(out, " head_dim=64 "), "%s", out);
+    cr_assert(strstr(out, " window_left=9 "), "%s", out);
+    cr_assert(strstr(out, " backend=prefill|decode_fa2 "), "%s", out);
+    cr_assert(strstr(out, " r0.kv_len=40"), "%s", out);
+    cr_assert(strstr(out, " dtype=bf16 "), "%s", out);
+}

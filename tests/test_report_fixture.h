@@ -349,4 +349,27 @@ static __attribute__((unused)) void fix_tmpdir(char *buf, size_t n)
         snprintf(fix_dirs[fix_ndirs++], sizeof fix_dirs[0], "%s", buf);
 }
 
+/* Known failures (--xfail): the fixture's stale-keys prefill failure
+ * again, marked (xfailed), and its exact decode, marked (xpassed). */
+static __attribute__((unused)) void fix_add_known_failures(swa_run_results *rr)
+{
+    swa_result x = rr->items[0], p = rr->items[1];
+    x.cmp.row_head_ratio = NULL; /* no shared arrays: the copies own nothing */
+    x.has_compare = false;
+    p.cmp.row_head_ratio = NULL;
+    p.has_compare = false;
+    snprintf(x.id, sizeof x.id, "seeds/000_paged_prefill:known");
+    snprintf(x.xfail, sizeof x.xfail, "stale keys past the window (issue #12)");
+    x.xfail_was = SWA_OUTCOME_FAILED;
+    x.outcome = SWA_OUTCOME_XFAILED;
+    snprintf(p.id, sizeof p.id, "decode/window_sweep:known");
+    snprintf(p.xfail, sizeof p.xfail, "fixed in 0.7.3 <b>&\"</b>");
+    p.xfail_was = SWA_OUTCOME_PASSED;
+    p.outcome = SWA_OUTCOME_XPASSED;
+    p.repeat = 1;
+    memset(&p.nondet, 0, sizeof p.nondet);
+    swa_run_results_add(rr, &x);
+    swa_run_results_add(rr, &p);
+}
+
 #endif /* SWADIFF_TEST_REPORT_FIXTURE_H */

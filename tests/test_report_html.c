@@ -560,3 +560,64 @@ Test(report_html, failures_grouped_by_diagnosis_link_to_their_worst_case)
     free(html);
     swa_run_results_free(&rr);
 }
+
+/* Known failures: counted apart in the overview, a filter checkbox each,
+ * each case says why it is marked; an xpassed result turns the page red. */
+Test(report_html, known_failures_counted_and_explained)
+{
+    swa_run_results rr;
+    fix_results(&rr);
+    fix_add_known_failures(&rr);
+    rr.exitcode = swa_run_results_summary(&rr, NULL, NULL, NULL, NULL);
+    char dir[256], path[300];
+    fix_tmpdir(dir, sizeof dir);
+    swa_error err = {0};
+    cr_assert_eq(swa_report_write_all(&rr, dir, &err), SWA_OK, "%s", err.message);
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    char *html = fix_read_file(path);
+    cr_assert_not_null(html);
+    cr_expect(strstr(html, "id=\"count-total\"><b>8</b>"), "total");
+    cr_expect(strstr(html, "id=\"count-xfailed\"><b>1</b><span>xfailed</span>"), "xfailed count");
+    cr_expect(strstr(html, "id=\"count-xpassed\"><b>1</b><span>xpassed</span>"), "xpassed count");
+    cr_expect(strstr(html, "id=\"count-failed\"><b>3</b>"), "an xfailed result is not counted as failed");
+    cr_expect(strstr(html, "value=\"xfailed\" checked> xfailed (1)"), "filter checkbox");
+    cr_expect(strstr(html, "<details class=\"case xfailed\""), "xfailed case block");
+    cr_expect(strstr(html, "<b>Known failure (xfailed):</b> stale keys past the window (issue #12) (it failed)"),
+              "the reason");
+    cr_expect(strstr(html, "Known failure that passed (xpassed: remove the mark):</b> fixed in 0.7.3 &lt;b&gt;&amp;"),
+              "the xpassed reason, escaped");
+    free(html);
+
+    /* known failures only (one xfailed, one pass): green, and says so */
+    swa_run_results two = {0};
+    two.env = rr.env;
+    swa_result pass = rr.items[1], known = rr.items[6];
+    pass.cmp.row_head_ratio = known.cmp.row_head_ratio = NULL;
+    pass.has_compare = known.has_compare = false;
+    swa_run_results_add(&two, &pass);
+    swa_run_results_add(&two, &known);
+    two.exitcode = swa_run_results_summary(&two, NULL, NULL, NULL, NULL);
+    cr_expect_eq(two.exitcode, SWA_EXIT_OK);
+    fix_tmpdir(dir, sizeof dir);
+    cr_assert_eq(swa_report_write_all(&two, dir, &err), SWA_OK, "%s", err.message);
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    html = fix_read_file(path);
+    cr_expect(strstr(html, "<header class=\"banner passed\"") && strstr(html, "all 1 passed, 1 known failure"),
+              "green with a known failure");
+    free(html);
+    /* and an xpassed one alone turns it red */
+    swa_result stale = rr.items[7];
+    stale.cmp.row_head_ratio = NULL;
+    swa_run_results_add(&two, &stale);
+    two.exitcode = swa_run_results_summary(&two, NULL, NULL, NULL, NULL);
+    cr_expect_eq(two.exitcode, SWA_EXIT_MISMATCH);
+    fix_tmpdir(dir, sizeof dir);
+    cr_assert_eq(swa_report_write_all(&two, dir, &err), SWA_OK, "%s", err.message);
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    html = fix_read_file(path);
+    cr_expect(strstr(html, "<header class=\"banner failed\"") && strstr(html, "1 known failure passed (xpassed)"),
+              "red with an xpassed result");
+    free(html);
+    swa_run_results_free(&two);
+    swa_run_results_free(&rr);
+}

@@ -123,8 +123,11 @@ static void write_fixture_report(swa_run_results *rr, char *path, size_t n)
 Test(report_json, validates_against_published_schema)
 {
     swa_run_results rr;
-    char report[300], schema[1024], out[8192];
-    write_fixture_report(&rr, report, sizeof report);
+    char report[300], schema[1024], out[8192], dir[256];
+    fix_results(&rr);
+    fix_add_known_failures(&rr); /* xfailed and xpassed cases, and their summary counts */
+    write_report(&rr, dir, sizeof dir);
+    snprintf(report, sizeof report, "%s/report.json", dir);
     snprintf(schema, sizeof schema, "%s/cases/schema/report.schema.json", SWADIFF_SOURCE_DIR);
     static const char prog[] =
         "import json, sys\n"
@@ -412,5 +415,112 @@ Test(report_json, order_puts_failures_first_worst_first)
     cr_expect_eq(rr.items[idx[3]].outcome, SWA_OUTCOME_ERROR);
     cr_expect_eq(rr.items[idx[4]].outcome, SWA_OUTCOME_SKIPPED);
     cr_expect_eq(rr.items[idx[5]].outcome, SWA_OUTCOME_PASSED);
+    swa_run_results_free(&rr);
+}
+
+/* Known failures: the summary counts xfailed and xpassed apart (always
+ * present, and the total still adds up), each marked case says why and what
+ * it was, the reader keeps both, and merge carries them with the exit code
+ * an xpassed result gives (1). */
+Test(report_json, known_failures_counted_read_and_merged)
+{
+    swa_run_results rr;
+    fix_results(&rr);
+    cJSON *plain = swa_report_json(&rr);
+    cJSON *ps = cJSON_GetObjectItem(plain, "summary");
+    cr_expect(cJSON_IsNumber(cJSON_GetObjectItem(ps, "xfailed")) && cJSON_GetObjectItem(ps, "xfailed")->valueint == 0,
+              "summary.xfailed is always there");
+    cr_expect(cJSON_IsNumber(cJSON_GetObjectItem(ps, "xpassed")) && cJSON_GetObjectItem(ps, "xpassed")->valueint == 0);
+    cJSON_Delete(plain);
+    fix_add_known_failures(&rr);
+    cJSON *root = swa_report_json(&rr);
+    cJSON *s = cJSON_GetObjectItem(root, "summary");
+    int sum = 0;
+    const char *keys[] = {"passed", "failed", "error", "skipped", "xfailed", "xpassed"};
+    for (int k = 0; k < 6; k++)
+        sum += cJSON_GetObjectItem(s, keys[k])->valueint;
+    cr_expect_eq(cJSON_GetObjectItem(s, "total")->valueint, 8);
+    cr_expect_eq(sum, 8, "the six outcomes add up to the total");
+    cr_expect_eq(cJSON_GetObjectItem(s, "xfailed")->valueint, 1);
+    cr_expect_eq(cJSON_GetObjectItem(s, "xpassed")->valueint, 1);
+    cr_expect_eq(cJSON_GetObjectItem(s, "failed")->valueint, 3, "an xfailed result is not a failure");
+    cJSON *cases = cJSON_GetObjectItem(root, "cases");
+    cJSON *x = cJSON_GetArrayItem(cases, 6), *p = cJSON_GetArrayItem(cases, 7);
+    cr_expect_str_eq(cJSON_GetObjectItem(x, "outcome")->valuestring, "xfailed");
+    cr_expect_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(x, "xfail"), "reason")->valuestring,
+                     "stale keys past the window (issue #12)");
+    cr_expect_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(x, "xfail"), "outcome")->valuestring, "failed");
+    cr_expect_str_eq(cJSON_GetObjectItem(p, "outcome")->valuestring, "xpassed");
+    cr_expect_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "xfail"), "outcome")->valuestring, "passed");
+    cr_expect(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(cases, 0), "xfail")), "unmarked: null");
+    cJSON_Delete(root);
+
+    /* shards: A holds the xfailed one, B the xpassed one */
+    swa_run_results a = rr, b = rr;
+    a.count = 7;
+    b.items = rr.items + 7;
+    b.count = 1;
+    fix_selection(&a.selection, 1, 2);
+    fix_selection(&b.selection, 2, 2);
+    a.selection.cases_selected = b.selection.cases_selected = 8;
+    char dir_a[256], dir_b[256], out_dir[256], pa[300], pb[300], merged[300];
+    write_report(&a, dir_a, sizeof dir_a);
+    write_report(&b, dir_b, sizeof dir_b);
+    /* the reader keeps the outcome and the mark */
+    swa_run_results back = {0};
+    swa_error err = {0};
+    snprintf(pb, sizeof pb, "%s/report.json", dir_b);
+    cr_assert_eq(swa_report_read(pb, &back, &err), SWA_OK, "%s", err.message);
+    cr_expect_eq(back.items[0].outcome, SWA_OUTCOME_XPASSED);
+    cr_expect_str_eq(back.items[0].xfail, "fixed in 0.7.3 <b>&\"</b>");
+    cr_expect_eq(back.items[0].xfail_was, SWA_OUTCOME_PASSED);
+    cr_expect_eq(back.exitcode, SWA_EXIT_MISMATCH, "xpassed alone: exit 1");
+    swa_run_results_free(&back);
+    fix_tmpdir(out_dir, sizeof out_dir);
+    snprintf(pa, sizeof pa, "%s/report.json", dir_a);
+    char *argv[] = {"merge", out_dir, pa, pb, NULL};
+    fflush(stdout);
+    int rc = swa_merge_main(4, argv);
+    cr_expect_eq(rc, SWA_EXIT_MISMATCH);
+    snprintf(merged, sizeof merged, "%s/report.json", out_dir);
+    char *merged_text = fix_read_file(merged);
+    cr_assert_not_null(merged_text);
+    cJSON *m = cJSON_Parse(merged_text);
+    free(merged_text);
+    cr_assert_not_null(m);
+    cJSON *ms = cJSON_GetObjectItem(m, "summary");
+    cr_expect_eq(cJSON_GetObjectItem(ms, "xfailed")->valueint, 1, "merge carries xfailed");
+    cr_expect_eq(cJSON_GetObjectItem(ms, "xpassed")->valueint, 1, "merge carries xpassed");
+    cr_expect_eq(cJSON_GetObjectItem(ms, "total")->valueint, 8);
+    cr_expect_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(m, "cases"), 6),
+                                                             "xfail"), "reason")->valuestring,
+                     "stale keys past the window (issue #12)");
+    cJSON_Delete(m);
+    swa_run_results_free(&rr);
+}
+
+Test(report_json, xfail_mark_must_fit_the_outcome)
+{
+    char dir[256], path[300];
+    fix_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/report.json", dir);
+    swa_run_results rr;
+    fix_results(&rr);
+    fix_add_known_failures(&rr);
+    cJSON *root = swa_report_json(&rr);
+    /* an xpassed result that says it failed */
+    cJSON *p = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "cases"), 7);
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(p, "xfail"), "outcome", cJSON_CreateString("failed"));
+    char *text = cJSON_Print(root);
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    cJSON_free(text);
+    swa_run_results back = {0};
+    swa_error err = {0};
+    cr_expect_neq(swa_report_read(path, &back, &err), SWA_OK);
+    cr_expect(strstr(err.message, "cases[7]") && strstr(err.message, "xfail"), "%s", err.message);
+    swa_run_results_free(&back);
+    cJSON_Delete(root);
     swa_run_results_free(&rr);
 }

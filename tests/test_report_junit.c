@@ -364,3 +364,29 @@ Test(report_junit, incomplete_run_is_marked)
     free(text);
     swa_run_results_free(&rr);
 }
+
+/* Known failures: xfailed is a skip carrying the reason, xpassed a failure
+ * saying the mark is stale; the counts follow, the file stays strict. */
+Test(report_junit, known_failures_are_skipped_and_xpassed_fails)
+{
+    swa_run_results rr;
+    fix_results(&rr);
+    fix_add_known_failures(&rr);
+    char *text = junit_text(&rr);
+    cr_expect(strstr(text, "<skipped message=\"xfailed (known failure): stale keys past the window (issue #12)\" "
+                           "type=\"xfailed\">It failed as expected: "),
+              "xfailed as skipped with the reason:\n%s", text);
+    cr_expect(strstr(text, "<failure message=\"xpassed: marked as a known failure (fixed in 0.7.3 &lt;b&gt;&amp;&quot;"
+                           "&lt;/b&gt;) but passed; remove the mark\" type=\"xpassed\">"),
+              "xpassed as a failure:\n%s", text);
+    /* the document's failures: 3 mismatches + 1 xpassed; prefill's suite:
+     * the seed failure and the xfailed copy of it (skipped) */
+    cr_expect(strstr(text, "<testsuites name=\"swadiff\" tests=\"8\" failures=\"4\" errors=\"1\""), "%s", text);
+    cr_expect(strstr(text, "name=\"swadiff.prefill\" tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"2\""), "%s",
+              text);
+    char path[300], out[8192];
+    write_junit_file(&rr, path, sizeof path);
+    cr_expect(strict_ok(path, out, sizeof out), "junit.xml with known failures fails the strict rules:\n%s", out);
+    free(text);
+    swa_run_results_free(&rr);
+}
