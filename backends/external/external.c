@@ -125,6 +125,21 @@ static void build_problem(ext_plan *p)
     q->device = -1;
 }
 
+/* st (and err) of plug-in code that just returned, with what it wrote into
+ * the lent inputs (restored) added as an error. */
+static swa_status lent_checked(ext_plan *p, const char *what, swa_status st, swa_error *err)
+{
+    char found[600];
+    if (!swa_lent_check(p->c, p->in, &p->lent, found, sizeof found))
+        return st;
+    if (st != SWA_OK && st != SWA_ERR_UNSUPPORTED) {
+        char msg[sizeof err->message];
+        snprintf(msg, sizeof msg, "%s", err->message);
+        return swa_error_set(err, SWA_ERR_INVALID, "%s; and %s %s", msg, what, found);
+    }
+    return swa_error_set(err, SWA_ERR_INVALID, "%s: %s %s", p->e->full_name, what, found);
+}
+
 static swa_status ext_plan_fn(const swa_case *c, const swa_inputs *in, const swa_plan_opts *o, void **plan,
                               swa_error *err)
 {
@@ -176,7 +191,11 @@ static swa_status ext_plan_fn(const swa_case *c, const swa_inputs *in, const swa
     p->device = o->device;
     p->lse_base = e->b.lse_base;
     build_problem(p);
-    swa_status st = prov->kind == EXT_PLUGIN ? swa_plugin_plan(p, err) : SWA_OK;
+    swa_status st = SWA_OK;
+    if (prov->kind == EXT_PLUGIN) {
+        swa_lent_take(in, e->memory == SWADIFF_MEM_HOST, &p->lent);
+        st = lent_checked(p, "supports() or plan()", swa_plugin_plan(p, err), err);
+    }
     if (st != SWA_OK) {
         free(p->qo_len);
         free(p);
@@ -203,8 +222,9 @@ static swa_status ext_run(void *plan, void *dev_inputs, const swa_run_opts *r, c
     p->problem.return_lse = write_lse;
     /* adapters and host-memory plug-ins read the host inputs; device-memory
      * plug-ins the case's device copy, dev_inputs */
-    return providers[p->e->provider].kind == EXT_PLUGIN ? swa_plugin_run(p, dev_inputs, o, write_lse, err)
-                                                         : swa_adapter_run(p, o, write_lse, err);
+    if (providers[p->e->provider].kind == EXT_ADAPTER)
+        return swa_adapter_run(p, o, write_lse, err);
+    return lent_checked(p, "run()", swa_plugin_run(p, dev_inputs, o, write_lse, err), err);
 }
 
 static void ext_free(void *plan)

@@ -27,6 +27,19 @@ typedef struct ext_backend {
     swa_tile_shape tiles;     /* declared tile shape (counts 0: none) */
 } ext_backend;
 
+/* lent_inputs.c: checksums of the case's host inputs handed to plug-in
+ * code (q, k_cache, v_cache, k, v, then the index arrays) */
+#define SWA_LENT_MAX 12
+typedef struct swa_lent_sums {
+    uint64_t sum[SWA_LENT_MAX];
+    bool tensors; /* the tensors too (host memory); else the index arrays only */
+} swa_lent_sums;
+void swa_lent_take(const swa_inputs *in, bool tensors, swa_lent_sums *s);
+/* false: nothing changed since swa_lent_take.  true: found says which
+ * inputs plug-in code wrote, and they were restored (from a fresh
+ * generation of c's inputs) */
+bool swa_lent_check(const swa_case *c, const swa_inputs *in, const swa_lent_sums *s, char *found, size_t n);
+
 /* The state behind a plan: the problem in plug-in form, pointing into the
  * case's host inputs. */
 typedef struct ext_plan {
@@ -40,6 +53,7 @@ typedef struct ext_plan {
     void *provider_plan;      /* a plug-in's own plan */
     bool planned;             /* device memory: supports() and plan() ran (at the first run) */
     double lse_base;          /* of what run wrote */
+    swa_lent_sums lent;       /* plug-ins: the host inputs before plug-in code saw them */
 } ext_plan;
 
 /* tile_shape.c: NULL, or what is wrong with a declared tile shape (in buf) */
