@@ -9,9 +9,20 @@
 
 typedef enum { EXT_PLUGIN = 0, EXT_ADAPTER = 1 } ext_kind;
 
+/* external.c: names of plug-ins, adapters and their backends are 1 to
+ * SWA_EXT_NAME_MAX of [A-Za-z0-9_.-] (include/swadiff/plugin.h) */
+#define SWA_EXT_NAME_MAX 63
+#define SWA_EXT_NAME_SHOWN 40 /* bytes of a bad name an error quotes */
+/* NULL when name is one; else why not in buf, starting with what and the
+ * name quoted (escaped, cut with "..." and its length) */
+const char *swa_external_bad_name(const char *what, const char *name, char *buf, size_t n);
+/* s in double quotes, bytes outside printable ASCII as \xNN, cut after
+ * SWA_EXT_NAME_SHOWN bytes with its length; returns the length it needed */
+size_t swa_external_quote(const char *s, char *buf, size_t n);
+
 typedef struct ext_provider {
     ext_kind kind;
-    char name[64];            /* the NS of NS:BACKEND */
+    char name[SWA_EXT_NAME_MAX + 2]; /* the NS of NS:BACKEND (one over: a longer one is refused, not cut) */
     char location[1024];      /* plug-in path, or adapter command */
 } ext_provider;
 
