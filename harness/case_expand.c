@@ -581,28 +581,40 @@ static int parse_container(const swa_json_doc *doc, swa_load_error *err, expande
                              "expected a non-empty list of case objects, got %s",
                              cJSON_IsArray(cases) ? "an empty list" : got);
     }
-    int index = 0;
-    for (const cJSON *c = cases->child; c; c = c->next, index++) {
+    /* two cases with one name would make ids that differ only by sweep;
+     * the names seen so far in a hash set (a file may hold 100,000 cases) */
+    size_t count = 0, capacity = 16;
+    for (const cJSON *c = cases->child; c; c = c->next)
+        count++;
+    while (capacity < 2 * count)
+        capacity *= 2;
+    const cJSON **seen = calloc(capacity, sizeof *seen);
+    if (!seen)
+        return swa_json_fail(doc, err, swa_json_value_offset(doc, cases), "/cases", "out of memory");
+    int index = 0, rc = 0;
+    for (const cJSON *c = cases->child; c && rc == 0; c = c->next, index++) {
         swa_json_path_index(path, sizeof path, "/cases", index);
-        /* two cases with one name would make ids that differ only by sweep */
         const cJSON *name = cJSON_IsObject(c) ? cJSON_GetObjectItemCaseSensitive(c, "name") : NULL;
-        int j = 0;
-        for (const cJSON *prev = cases->child; name && cJSON_IsString(name) && prev != c; prev = prev->next, j++) {
-            const cJSON *pn = cJSON_IsObject(prev) ? cJSON_GetObjectItemCaseSensitive(prev, "name") : NULL;
-            if (pn && cJSON_IsString(pn) && strcmp(pn->valuestring, name->valuestring) == 0) {
+        if (name && cJSON_IsString(name)) {
+            size_t j = hash_id(name->valuestring) & (capacity - 1);
+            while (seen[j] && strcmp(seen[j]->valuestring, name->valuestring) != 0)
+                j = (j + 1) & (capacity - 1);
+            if (seen[j]) {
                 int line, column;
                 char name_path[PATH_N];
                 swa_json_path_key(name_path, sizeof name_path, path, "name");
-                swa_json_line_col(doc, swa_json_value_offset(doc, pn), &line, &column);
-                return swa_json_fail(doc, err, swa_json_value_offset(doc, name), name_path,
-                                     "expected a unique case name, got \"%s\" again (first at line %d, column %d)",
-                                     name->valuestring, line, column);
+                swa_json_line_col(doc, swa_json_value_offset(doc, seen[j]), &line, &column);
+                rc = swa_json_fail(doc, err, swa_json_value_offset(doc, name), name_path,
+                                   "expected a unique case name, got \"%s\" again (first at line %d, column %d)",
+                                   name->valuestring, line, column);
+                break;
             }
+            seen[j] = name;
         }
-        if (parse_one_case(doc, err, c, path, defaults, ex, budget))
-            return -1;
+        rc = parse_one_case(doc, err, c, path, defaults, ex, budget);
     }
-    return 0;
+    free(seen);
+    return rc ? -1 : 0;
 }
 
 int swa_case_parse(const char *file_name, const char *text, size_t len, swa_case_list *list,

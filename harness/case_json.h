@@ -30,6 +30,8 @@ typedef struct swa_json_doc {
     cJSON *root;
     swa_json_pos *positions; /* sorted by item address */
     size_t num_positions;
+    size_t *line_starts;     /* offset of each line's first byte (line 1 at [0]); NULL: count from the start */
+    size_t num_lines;
 } swa_json_doc;
 
 /* Parses text (need not be NUL-terminated) and maps positions.  Returns 0,

@@ -397,9 +397,10 @@ int swa_cli_register_externals(const char *cmd, const char *const *plugins, int 
         } else {
             const char *spec = adapters[i - nplugins], *eq = strchr(spec, '=');
             if (eq) {
-                char name[64];
-                snprintf(name, sizeof name, "%.*s", (int)(eq - spec < 63 ? eq - spec : 63), spec);
-                st = swa_external_add_adapter(name, eq + 1, note, sizeof note, &err);
+                char *name = strndup(spec, (size_t)(eq - spec)); /* whole: a long name is refused, not cut */
+                st = name ? swa_external_add_adapter(name, eq + 1, note, sizeof note, &err)
+                          : swa_error_set(&err, SWA_ERR_NOMEM, "no memory for an adapter name");
+                free(name);
             } else {
                 st = swa_external_add_adapter_from_registry(registry, spec, note, sizeof note, &err);
             }

@@ -73,6 +73,21 @@ static void fsync_dir(const char *path)
 static swa_status write_atomic(const char *path, int (*write)(FILE *f, const void *ctx), const void *ctx,
                                bool durable, swa_error *err);
 
+int swa_report_open_file(const char *path, int flags, swa_error *err)
+{
+    int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0)
+        return fd;
+    struct stat st;
+    if (errno == ELOOP || (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)))
+        swa_error_set(err, SWA_ERR_IO, "%s is a symbolic link: swadiff never writes through a link in a report folder "
+                      "(remove it, or give another --report folder)", path);
+    else
+        swa_error_set(err, SWA_ERR_IO, "%s: cannot create: %s (is the report folder writable?)", path,
+                      strerror(errno));
+    return -1;
+}
+
 swa_status swa_report_write_atomic(const char *path, int (*write)(FILE *f, const void *ctx),
                                    const void *ctx, swa_error *err)
 {
@@ -87,13 +102,20 @@ static swa_status write_atomic(const char *path, int (*write)(FILE *f, const voi
 {
     char tmp[SWA_PATH_MAX + 32];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    struct stat link;
+    if (lstat(path, &link) == 0 && S_ISLNK(link.st_mode)) /* rename would replace it; refuse as open does */
+        return swa_error_set(err, SWA_ERR_IO, "%s is a symbolic link: swadiff never writes through a link in a report "
+                             "folder (remove it, or give another --report folder)", path);
     bool in_place = swa_path_is_special(path); /* a device or FIFO: never renamed over */
     if (in_place)
         snprintf(tmp, sizeof tmp, "%s", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return swa_error_set(err, SWA_ERR_IO, "%s: cannot create: %s (is the report folder writable?)", tmp,
-                             strerror(errno));
+    int fd = swa_report_open_file(tmp, O_WRONLY | O_CREAT | (in_place ? 0 : O_TRUNC), err);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        return fd >= 0 ? swa_error_set(err, SWA_ERR_IO, "%s: %s", tmp, strerror(errno)) : err->status;
+    }
     int rc = write(f, ctx);
     if (fflush(f) != 0)
         rc = -1;
@@ -217,9 +239,13 @@ swa_report *swa_report_open_selection(const char *dir, const swa_environment *en
     }
     char path[SWA_PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/results.jsonl", dir);
-    rep->jsonl = fopen(path, "w");
+    int fd = swa_report_open_file(path, O_WRONLY | O_CREAT | O_TRUNC, err);
+    rep->jsonl = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!rep->jsonl) {
-        swa_error_set(err, SWA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+        if (fd >= 0) {
+            swa_error_set(err, SWA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+            close(fd);
+        }
         free(rep);
         return NULL;
     }

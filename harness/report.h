@@ -117,6 +117,12 @@ int swa_report_write_json(const swa_run_results *rr, FILE *f);
 int swa_report_write_html(const swa_run_results *rr, FILE *f);
 int swa_report_write_junit(const swa_run_results *rr, FILE *f);
 
+/* Opens a file of a report folder with flags | O_NOFOLLOW | O_CLOEXEC
+ * (mode 0644): a symbolic link there is never written through (it could
+ * point anywhere: a victim file, another run's folder).  Returns the fd, or
+ * -1 with err naming the file (a link: "is a symbolic link"). */
+int swa_report_open_file(const char *path, int flags, swa_error *err);
+
 /* Writes a file atomically (report.c): write(f, ctx) into "path.tmp.<pid>", fsync,
  * rename over path.  The callback returns 0 or -1. */
 swa_status swa_report_write_atomic(const char *path, int (*write)(FILE *f, const void *ctx),

@@ -607,9 +607,10 @@ static int lock_report_dir(const char *dir, const swa_environment *env)
         return -2;
     }
     snprintf(path, sizeof path, "%s/.swadiff.lock", dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    swa_error err = {0};
+    int fd = swa_report_open_file(path, O_RDWR | O_CREAT, &err);
     if (fd < 0) {
-        fprintf(stderr, "swadiff: --report %s: cannot open %s: %s\n", dir, path, strerror(errno));
+        fprintf(stderr, "swadiff: --report %s: %s\n", dir, err.message);
         return -2;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {

@@ -177,7 +177,7 @@ Test(external, plugin_built_for_abi_version_1_declaring_device_memory_is_refused
 }
 Test(external, plugin_without_entry_point) { broken_plugin("libno_entry.so", "no_entry", "exports no swadiff_plugin_entry"); }
 Test(external, plugin_entry_returns_null) { broken_plugin("libnull_table.so", "null_table", "returned NULL"); }
-Test(external, plugin_with_bad_table) { broken_plugin("libbad_table.so", "bad_table", "has a name with characters"); }
+Test(external, plugin_with_bad_table) { broken_plugin("libbad_table.so", "bad_table", "has a character other than A-Z a-z 0-9 _ . - at byte"); }
 Test(external, plugin_file_missing) { broken_plugin("libdoes_not_exist.so", "does_not_exist", "cannot load"); }
 Test(external, plugin_declaring_impossible_tiles)
 {

@@ -490,9 +490,9 @@ swa_status swa_adapter_probe(const ext_provider *prov, ext_backend *out, int max
         const cJSON *kinds = cJSON_GetObjectItemCaseSensitive(b, "kinds");
         bool ok;
         double base = parse_base(cJSON_GetObjectItemCaseSensitive(b, "lse_base"), &ok);
-        if (!cJSON_IsString(name) || !*name->valuestring || strlen(name->valuestring) >= 96 ||
-            strpbrk(name->valuestring, " :/\t\n")) {
-            snprintf(why, n, "backends[%d]: \"name\" must be a short string without spaces, ':' or '/'", *count);
+        char bad[300];
+        if (!cJSON_IsString(name) || swa_external_bad_name("\"name\"", name->valuestring, bad, sizeof bad)) {
+            snprintf(why, n, "backends[%d]: %s", *count, cJSON_IsString(name) ? bad : "\"name\" must be a string");
             st = SWA_ERR_INVALID;
             break;
         }

@@ -125,6 +125,21 @@ static void build_problem(ext_plan *p)
     q->device = -1;
 }
 
+/* st (and err) of plug-in code that just returned, with what it wrote into
+ * the lent inputs (restored) added as an error. */
+static swa_status lent_checked(ext_plan *p, const char *what, swa_status st, swa_error *err)
+{
+    char found[600];
+    if (!swa_lent_check(p->c, p->in, &p->lent, found, sizeof found))
+        return st;
+    if (st != SWA_OK && st != SWA_ERR_UNSUPPORTED) {
+        char msg[sizeof err->message];
+        snprintf(msg, sizeof msg, "%s", err->message);
+        return swa_error_set(err, SWA_ERR_INVALID, "%s; and %s %s", msg, what, found);
+    }
+    return swa_error_set(err, SWA_ERR_INVALID, "%s: %s %s", p->e->full_name, what, found);
+}
+
 static swa_status ext_plan_fn(const swa_case *c, const swa_inputs *in, const swa_plan_opts *o, void **plan,
                               swa_error *err)
 {
@@ -176,7 +191,11 @@ static swa_status ext_plan_fn(const swa_case *c, const swa_inputs *in, const swa
     p->device = o->device;
     p->lse_base = e->b.lse_base;
     build_problem(p);
-    swa_status st = prov->kind == EXT_PLUGIN ? swa_plugin_plan(p, err) : SWA_OK;
+    swa_status st = SWA_OK;
+    if (prov->kind == EXT_PLUGIN) {
+        swa_lent_take(in, e->memory == SWADIFF_MEM_HOST, &p->lent);
+        st = lent_checked(p, "supports() or plan()", swa_plugin_plan(p, err), err);
+    }
     if (st != SWA_OK) {
         free(p->qo_len);
         free(p);
@@ -203,8 +222,9 @@ static swa_status ext_run(void *plan, void *dev_inputs, const swa_run_opts *r, c
     p->problem.return_lse = write_lse;
     /* adapters and host-memory plug-ins read the host inputs; device-memory
      * plug-ins the case's device copy, dev_inputs */
-    return providers[p->e->provider].kind == EXT_PLUGIN ? swa_plugin_run(p, dev_inputs, o, write_lse, err)
-                                                         : swa_adapter_run(p, o, write_lse, err);
+    if (providers[p->e->provider].kind == EXT_ADAPTER)
+        return swa_adapter_run(p, o, write_lse, err);
+    return lent_checked(p, "run()", swa_plugin_run(p, dev_inputs, o, write_lse, err), err);
 }
 
 static void ext_free(void *plan)
@@ -216,6 +236,52 @@ static void ext_free(void *plan)
         swa_plugin_plan_free(p);
     free(p->qo_len);
     free(p);
+}
+
+/* ---------------------------------------------------------------------------
+ * names */
+
+size_t swa_external_quote(const char *s, char *buf, size_t n)
+{
+    size_t len = strlen(s), used = 0, shown = len > SWA_EXT_NAME_SHOWN ? SWA_EXT_NAME_SHOWN : len;
+    used += (size_t)snprintf(buf, n, "\"");
+    for (size_t i = 0; i < shown; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        const char *fmt = ch == '"' || ch == '\\' ? "\\%c" : ch < 0x20 || ch > 0x7e ? "\\x%02x" : "%c";
+        used += (size_t)snprintf(buf + used, used < n ? n - used : 0, fmt, ch);
+    }
+    if (shown < len)
+        used += (size_t)snprintf(buf + used, used < n ? n - used : 0, "...\" (%zu bytes)", len);
+    else
+        used += (size_t)snprintf(buf + used, used < n ? n - used : 0, "\"");
+    return used;
+}
+
+const char *swa_external_bad_name(const char *what, const char *name, char *buf, size_t n)
+{
+    char quoted[4 * SWA_EXT_NAME_SHOWN + 40];
+    size_t len = name ? strlen(name) : 0;
+    if (!len) {
+        snprintf(buf, n, "%s is empty (expected 1 to %d of the characters A-Z a-z 0-9 _ . -)", what,
+                 SWA_EXT_NAME_MAX);
+        return buf;
+    }
+    swa_external_quote(name, quoted, sizeof quoted);
+    if (len > SWA_EXT_NAME_MAX) {
+        snprintf(buf, n, "%s %s is too long (expected 1 to %d of the characters A-Z a-z 0-9 _ . -)", what, quoted,
+                 SWA_EXT_NAME_MAX);
+        return buf;
+    }
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+              c == '.')) {
+            snprintf(buf, n, "%s %s has a character other than A-Z a-z 0-9 _ . - at byte %zu (the name is "
+                     "matched by --backend NS:BACKEND and printed in reports)", what, quoted, i + 1);
+            return buf;
+        }
+    }
+    return NULL;
 }
 
 /* ---------------------------------------------------------------------------
@@ -250,9 +316,6 @@ static swa_status add_provider(ext_kind kind, const char *name, const char *loca
 {
     if (num_providers == SWA_EXTERNAL_MAX || num_backends == SWA_EXTERNAL_MAX)
         return swa_error_set(err, SWA_ERR_INVALID, "at most %d plug-ins and adapters", SWA_EXTERNAL_MAX);
-    for (int i = 0; i < num_providers; i++)
-        if (strcmp(providers[i].name, name) == 0)
-            return swa_error_set(err, SWA_ERR_INVALID, "two plug-ins or adapters are named \"%s\"", name);
     int index = num_providers;
     ext_provider *prov = &providers[index];
     memset(prov, 0, sizeof *prov);
@@ -266,6 +329,19 @@ static swa_status add_provider(ext_kind kind, const char *name, const char *loca
     int room = SWA_EXTERNAL_MAX - num_backends;
     swa_status st = kind == EXT_PLUGIN ? swa_plugin_probe(location, prov, found, room, &count, why, sizeof why)
                                        : swa_adapter_probe(prov, found, room, &count, why, sizeof why);
+    /* the name is known only now: a plug-in's own name wins over its file's */
+    char bad[300];
+    if (swa_external_bad_name(kind == EXT_PLUGIN ? "the plug-in's name" : "the adapter's name", prov->name, bad,
+                              sizeof bad))
+        return swa_error_set(err, SWA_ERR_INVALID, "%s: %s%s", location, bad,
+                             kind == EXT_PLUGIN ? " (name it in its swadiff_plugin table, or rename the file)" : "");
+    for (int i = 0; i < num_providers; i++)
+        if (strcmp(providers[i].name, prov->name) == 0)
+            return swa_error_set(err, SWA_ERR_INVALID, "two plug-ins or adapters are named \"%s\": %s %s and %s %s "
+                                 "(each would run every case under that name; give each plug-in once, and distinct "
+                                 "plug-ins distinct names)", prov->name,
+                                 providers[i].kind == EXT_PLUGIN ? "plug-in" : "adapter", providers[i].location,
+                                 kind == EXT_PLUGIN ? "plug-in" : "adapter", location);
     num_providers++;
     if (st != SWA_OK || count == 0) {
         /* broken: one backend NS:* whose every result says why */
@@ -304,28 +380,17 @@ static swa_status add_provider(ext_kind kind, const char *name, const char *loca
 
 swa_status swa_external_add_plugin(const char *path, char *note, size_t note_size, swa_error *err)
 {
-    char name[64];
+    char name[SWA_EXT_NAME_MAX + 2]; /* one over: a longer stem is refused, not cut */
     stem_of(path, name, sizeof name);
     return add_provider(EXT_PLUGIN, name, path, note, note_size, err);
-}
-
-static bool valid_name(const char *s)
-{
-    if (!*s || strlen(s) >= 64)
-        return false;
-    for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_' ||
-              *s == '-' || *s == '.'))
-            return false;
-    return true;
 }
 
 swa_status swa_external_add_adapter(const char *name, const char *command, char *note, size_t note_size,
                                     swa_error *err)
 {
-    if (!valid_name(name))
-        return swa_error_set(err, SWA_ERR_INVALID, "adapter name \"%s\": expected letters, digits, '_', '-', '.'",
-                             name);
+    char bad[300];
+    if (swa_external_bad_name("adapter name", name, bad, sizeof bad))
+        return swa_error_set(err, SWA_ERR_INVALID, "%s", bad);
     if (!command || !*command)
         return swa_error_set(err, SWA_ERR_INVALID, "adapter %s: empty command", name);
     return add_provider(EXT_ADAPTER, name, command, note, note_size, err);
@@ -334,6 +399,9 @@ swa_status swa_external_add_adapter(const char *name, const char *command, char 
 swa_status swa_external_add_adapter_from_registry(const char *registry_path, const char *name, char *note,
                                                   size_t note_size, swa_error *err)
 {
+    char bad[300];
+    if (swa_external_bad_name("adapter name", name, bad, sizeof bad))
+        return swa_error_set(err, SWA_ERR_INVALID, "%s", bad);
     FILE *f = fopen(registry_path, "rb");
     if (!f)
         return swa_error_set(err, SWA_ERR_IO, "adapter registry %s: %s (give --adapter %s=COMMAND, or "

@@ -9,9 +9,20 @@
 
 typedef enum { EXT_PLUGIN = 0, EXT_ADAPTER = 1 } ext_kind;
 
+/* external.c: names of plug-ins, adapters and their backends are 1 to
+ * SWA_EXT_NAME_MAX of [A-Za-z0-9_.-] (include/swadiff/plugin.h) */
+#define SWA_EXT_NAME_MAX 63
+#define SWA_EXT_NAME_SHOWN 40 /* bytes of a bad name an error quotes */
+/* NULL when name is one; else why not in buf, starting with what and the
+ * name quoted (escaped, cut with "..." and its length) */
+const char *swa_external_bad_name(const char *what, const char *name, char *buf, size_t n);
+/* s in double quotes, bytes outside printable ASCII as \xNN, cut after
+ * SWA_EXT_NAME_SHOWN bytes with its length; returns the length it needed */
+size_t swa_external_quote(const char *s, char *buf, size_t n);
+
 typedef struct ext_provider {
     ext_kind kind;
-    char name[64];            /* the NS of NS:BACKEND */
+    char name[SWA_EXT_NAME_MAX + 2]; /* the NS of NS:BACKEND (one over: a longer one is refused, not cut) */
     char location[1024];      /* plug-in path, or adapter command */
 } ext_provider;
 
@@ -27,6 +38,19 @@ typedef struct ext_backend {
     swa_tile_shape tiles;     /* declared tile shape (counts 0: none) */
 } ext_backend;
 
+/* lent_inputs.c: checksums of the case's host inputs handed to plug-in
+ * code (q, k_cache, v_cache, k, v, then the index arrays) */
+#define SWA_LENT_MAX 12
+typedef struct swa_lent_sums {
+    uint64_t sum[SWA_LENT_MAX];
+    bool tensors; /* the tensors too (host memory); else the index arrays only */
+} swa_lent_sums;
+void swa_lent_take(const swa_inputs *in, bool tensors, swa_lent_sums *s);
+/* false: nothing changed since swa_lent_take.  true: found says which
+ * inputs plug-in code wrote, and they were restored (from a fresh
+ * generation of c's inputs) */
+bool swa_lent_check(const swa_case *c, const swa_inputs *in, const swa_lent_sums *s, char *found, size_t n);
+
 /* The state behind a plan: the problem in plug-in form, pointing into the
  * case's host inputs. */
 typedef struct ext_plan {
@@ -40,6 +64,7 @@ typedef struct ext_plan {
     void *provider_plan;      /* a plug-in's own plan */
     bool planned;             /* device memory: supports() and plan() ran (at the first run) */
     double lse_base;          /* of what run wrote */
+    swa_lent_sums lent;       /* plug-ins: the host inputs before plug-in code saw them */
 } ext_plan;
 
 /* tile_shape.c: NULL, or what is wrong with a declared tile shape (in buf) */

@@ -88,18 +88,21 @@ static const swadiff_plugin *load(const char *path, void **handle, char *why, si
                  SWA_EXTERNAL_MAX);
         return NULL;
     }
+    char name_why[300];
+    if (pl->name && *pl->name && swa_external_bad_name("the plug-in's name", pl->name, name_why, sizeof name_why)) {
+        snprintf(why, n, "%s: %s", path, name_why);
+        return NULL;
+    }
     for (int i = 0; i < pl->num_backends; i++) {
         swadiff_plugin_backend entry;
         backend_at(pl, i, &entry);
         const swadiff_plugin_backend *b = &entry;
-        const char *bad = NULL;
-        char tiles_why[200];
-        if (!b->name || !*b->name || strlen(b->name) >= 96)
-            bad = "has no name";
-        for (const char *s = b->name; !bad && *s; s++)
-            if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-                  *s == '_' || *s == '-' || *s == '.'))
-                bad = "has a name with characters other than letters, digits, '_', '-', '.'";
+        char tiles_why[300];
+        const char *bad = swa_external_bad_name("its name", b->name, tiles_why, sizeof tiles_why);
+        if (bad) {
+            snprintf(why, n, "%s: backend %d: %s", path, i, bad);
+            return NULL;
+        }
         if (!bad && !b->run)
             bad = "has no run()";
         if (!bad && (b->plan != NULL) != (b->plan_free != NULL))
@@ -112,7 +115,7 @@ static const swadiff_plugin *load(const char *path, void **handle, char *why, si
         if (!bad && b->tiles)
             bad = bad_tiles(b->tiles, tiles_why, sizeof tiles_why);
         if (bad) {
-            snprintf(why, n, "%s: backend %d (\"%s\") %s", path, i, b->name ? b->name : "", bad);
+            snprintf(why, n, "%s: backend %d (\"%s\") %s", path, i, b->name, bad);
             return NULL;
         }
     }
@@ -232,7 +235,7 @@ swa_status swa_plugin_probe(const char *path, ext_provider *prov, ext_backend *o
         return SWA_ERR_INVALID;
     *nl = '\0';
     if (*line) /* the plug-in's own name wins over the file stem */
-        snprintf(prov->name, sizeof prov->name, "%.63s", line);
+        snprintf(prov->name, sizeof prov->name, "%s", line); /* validated in the child */
     for (line = nl + 1; *line && *count < max; line = nl + 1) {
         nl = strchr(line, '\n');
         if (!nl)

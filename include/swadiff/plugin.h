@@ -47,7 +47,10 @@
  *  - Inputs are const: never write into q, k, v, the caches or an index
  *    array, in any memory, and never free anything swadiff allocated (the
  *    inputs, out, lse).  Free what you allocate, in plan_free or before run
- *    returns.
+ *    returns.  swadiff checksums the host inputs it hands out before
+ *    supports()/plan() and after every call: a write is an error for that
+ *    backend naming the input, and the inputs are restored for the backends
+ *    and cases after it (cases of a sweep share one set of inputs).
  *
  * Device memory (a backend whose memory is SWADIFF_MEM_CUDA or
  * SWADIFF_MEM_HIP; it runs only under `swadiff run --device cuda` or
