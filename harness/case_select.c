@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/run.h"
+#include "harness/compare.h"
 
 static const char *const DTYPES[] = {"fp16", "bf16", "fp32", NULL};
 static const char *const LAYOUTS[] = {"NHD", "HND", NULL};

@@ -110,6 +110,20 @@ void swa_tolerance_defaults(swa_dtype dtype, double *atol, double *rtol, double 
     if (lse_atol) *lse_atol = l;
 }
 
+swa_tolerance swa_tolerance_resolve(const swa_case *c)
+{
+    swa_tolerance t = c->tol;
+    double atol, rtol, lse_atol;
+    swa_tolerance_defaults(c->dtype, &atol, &rtol, &lse_atol);
+    if (t.mode == SWA_TOL_DEFAULT) {
+        t.atol = atol;
+        t.rtol = rtol;
+    }
+    if (t.lse_atol < 0) /* not given; 0 means exact */
+        t.lse_atol = lse_atol;
+    return t;
+}
+
 void swa_tolerance_baseline_defaults(swa_dtype dtype, double *factor, double *floor_atol,
                                      double *floor_rtol)
 {

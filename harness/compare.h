@@ -116,6 +116,10 @@ void swa_compare_first_line(const swa_compare_result *res, char *buf, size_t n);
 /* Per-dtype default tolerances (README documents the reasoning). */
 void swa_tolerance_defaults(swa_dtype dtype, double *atol, double *rtol, double *lse_atol);
 
+/* Resolves a case's tolerance (per-dtype defaults filled in) into explicit
+ * atol/rtol/lse_atol. */
+swa_tolerance swa_tolerance_resolve(const swa_case *c);
+
 /* Additions (issue 4). */
 /* Defaults of the baseline mode (compare.c explains the rule): the factor
  * (2) and the absolute floor, one ulp of 1.0 in the dtype (fp16 2^-10, bf16

@@ -25,20 +25,6 @@
 #define SWA_GUARD_PATTERN 0xA5
 #define SWA_POISON_BYTE 0xFF /* all bits set: NaN in fp16, bf16 and fp32 */
 
-swa_tolerance swa_tolerance_resolve(const swa_case *c)
-{
-    swa_tolerance t = c->tol;
-    double atol, rtol, lse_atol;
-    swa_tolerance_defaults(c->dtype, &atol, &rtol, &lse_atol);
-    if (t.mode == SWA_TOL_DEFAULT) {
-        t.atol = atol;
-        t.rtol = rtol;
-    }
-    if (t.lse_atol < 0) /* not given; 0 means exact */
-        t.lse_atol = lse_atol;
-    return t;
-}
-
 /* Quotes s for a POSIX shell when it holds anything but safe characters. */
 static void shell_quote(const char *s, char *buf, size_t n)
 {

@@ -12,6 +12,7 @@
 #include "backends/external/external.h"
 #include "core/case.h"
 #include "core/data.h"
+#include "harness/compare.h"
 #include "harness/results.h"
 
 typedef struct swa_run_config {
@@ -103,9 +104,6 @@ swa_run_config swa_config_for_case(const swa_run_config *cfg, const swa_case *c)
  * device, mutant, dtype, tolerance, shape, reproduce command — and zeroes
  * the rest.  Every result, produced or recorded for a crash, starts here. */
 void swa_result_init(const swa_run_config *cfg, const swa_case *c, const char *backend, swa_result *r);
-
-/* Resolves a per-dtype default tolerance into explicit atol/rtol. */
-swa_tolerance swa_tolerance_resolve(const swa_case *c);
 
 /* The reproduce command for (case, backend) under cfg. */
 void swa_reproduce_command(const swa_run_config *cfg, const swa_case *c, const char *backend,
