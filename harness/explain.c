@@ -570,19 +570,23 @@ typedef struct score_state {
 typedef struct score_result {
     double ratio;
     long long nan_credited; /* NaN outputs this variant predicts, counted as matches */
+    long long finite_shown; /* finite outputs off the spec that this variant predicts: its extra keys
+                             * (or missing ones) demonstrably changed a value, not only got read */
 } score_result;
 
 static score_result score(const score_state *st, const double *ref)
 {
     const swa_case *c = st->c;
     const int Hq = c->num_qo_heads, D = c->head_dim;
-    size_t bad = 0, predicted = 0, unpredicted = 0;
+    size_t bad = 0, predicted = 0, unpredicted = 0, shown = 0;
     for (int ri = 0; ri < st->s->num_rows; ri++)
         for (int hi = 0; hi < st->s->num_heads; hi++) {
             size_t base = ((size_t)st->s->row_list[ri] * Hq + st->s->head_list[hi]) * D;
             for (size_t i = base; i < base + (size_t)D; i++) {
                 bool b = element_bad(c, st->rule, st->out, ref, i);
                 bad += b;
+                if (!b && !isnan(swa_load(c->dtype, st->out, i)) && element_bad(c, st->rule, st->out, st->spec, i))
+                    shown++;
                 if (st->poison && b && !isnan(st->spec[i]) && isnan(swa_load(c->dtype, st->out, i))) {
                     if (isnan(ref[i]))
                         predicted++;
@@ -591,7 +595,7 @@ static score_result score(const score_state *st, const double *ref)
                 }
             }
         }
-    score_result sr = {0, 0};
+    score_result sr = {0, 0, (long long)shown};
     if (predicted > 0 && unpredicted == 0) { /* every NaN of the output is one this mask reads */
         bad -= predicted;
         sr.nan_credited = (long long)predicted;
@@ -643,8 +647,8 @@ static bool list_has(const char *list, const char *family)
 
 /* Scores every hypothesis into ex->scores (distinct masks once). */
 static swa_status score_hypotheses(const swa_case_ctx *ctx, const score_state *st, hypothesis *hyps, int n,
-                                   uint64_t spec_signature, long long *credited, swa_explanation *ex,
-                                   swa_error *err)
+                                   uint64_t spec_signature, long long *credited, long long *shown,
+                                   swa_explanation *ex, swa_error *err)
 {
     const swa_case *c = ctx->c;
     size_t count = (size_t)ctx->in.total_qo * c->num_qo_heads * c->head_dim;
@@ -664,9 +668,11 @@ static swa_status score_hypotheses(const swa_case_ctx *ctx, const score_state *s
             /* the spec's own mask on this case's shape: explains nothing */
             s->ratio = ex->spec_ratio;
             credited[i] = 0;
+            shown[i] = 0;
         } else if (same >= 0) {
             s->ratio = ex->scores[same].ratio;
             credited[i] = credited[same];
+            shown[i] = shown[same];
         } else {
             swa_status rc = swa_reference_sampled(&hyps[i].c, &ctx->in, &hyps[i].mask, &rs, ref, NULL, err);
             if (rc != SWA_OK) {
@@ -676,6 +682,7 @@ static swa_status score_hypotheses(const swa_case_ctx *ctx, const score_state *s
             score_result sr = score(st, ref);
             s->ratio = sr.ratio;
             credited[i] = sr.nan_credited;
+            shown[i] = sr.finite_shown;
         }
     }
     free(ref);
@@ -693,13 +700,23 @@ static void sample_note(const swa_explanation *ex, char *buf, size_t n)
              "every hypothesis on all of it)", ex->sample_rows, ex->sample_heads, ex->total_rows, ex->total_heads);
 }
 
+/* NaN says a key was read, not that it got weight: 0 * NaN is NaN too.  When
+ * no finite output shows the variant's keys changing a value, the note says
+ * so and how to tell the two apart (FlashInfer's fa3 paged prefill loads
+ * the out-of-window keys of its first tile and multiplies them by 0: NaN
+ * under poison, exact on finite data; reports/gpu/h200/real-libraries-2026-12-02, F5). */
 static void nan_note(const swa_explanation *ex, char *buf, size_t n)
 {
     if (ex->nan_credited <= 0)
         buf[0] = '\0';
-    else
+    else if (ex->finite_shown > 0)
         snprintf(buf, n, "; %lld NaN outputs are where this mask reads a poisoned key, counted as matches",
                  ex->nan_credited);
+    else
+        snprintf(buf, n, "; %lld NaN outputs are where this mask reads a poisoned key, counted as matches, and "
+                 "they are the only evidence: the keys are read, but NaN hides whether they get weight "
+                 "(0 x NaN = NaN) — if the case passes with finite data (\"data\": \"normal\"), they are "
+                 "loaded and multiplied by 0, a read outside the window", ex->nan_credited);
 }
 
 /* Scores the hypotheses and writes the verdict (the spec ratio is set). */
@@ -732,8 +749,8 @@ static swa_status explain_hypotheses(const swa_case_ctx *ctx, const element_rule
     ex->sample_heads = smp.num_heads;
     if (smp.partial) /* every ratio, the spec's included, on the same elements */
         ex->spec_ratio = score(&ss, ctx->ref_out).ratio;
-    long long credited[SWA_MAX_HYPOTHESES];
-    st = score_hypotheses(ctx, &ss, hyps, n, spec_signature, credited, ex, err);
+    long long credited[SWA_MAX_HYPOTHESES], shown[SWA_MAX_HYPOTHESES];
+    st = score_hypotheses(ctx, &ss, hyps, n, spec_signature, credited, shown, ex, err);
     bool all_nan = st == SWA_OK && ss.poison && output_all_nan(&ss);
     sample_free(&smp);
     if (st != SWA_OK)
@@ -743,7 +760,7 @@ static swa_status explain_hypotheses(const swa_case_ctx *ctx, const element_rule
     for (int i = 1; i < ex->count; i++)
         if (ex->scores[i].ratio < ex->scores[first_best].ratio)
             first_best = i;
-    char snote[200], nnote[120];
+    char snote[200], nnote[480];
     sample_note(ex, snote, sizeof snote);
     const swa_hypothesis_score *b = &ex->scores[first_best];
     if (!(b->ratio < ex->spec_ratio)) {
@@ -759,6 +776,7 @@ static swa_status explain_hypotheses(const swa_case_ctx *ctx, const element_rule
     ex->best = first_best;
     ex->exact = b->ratio == 0;
     ex->nan_credited = credited[first_best];
+    ex->finite_shown = shown[first_best];
     nan_note(ex, nnote, sizeof nnote);
     /* every family that fits exactly as well as the best: with no prefix and
      * one query tile, "no window" and "tile-granular start" are one mask;

@@ -47,11 +47,13 @@ typedef struct swa_explanation {
     bool exact;             /* best matches with no mismatched element */
     bool ambiguous;         /* another hypothesis (of another family) fits exactly as well */
     char tied[256];         /* the families that fit as well as best, ", "-separated, best's first */
-    char verdict[640];      /* the diagnosis line */
+    char verdict[1024];      /* the diagnosis line */
     /* what was scored: the whole output, or a sample of rows x heads */
     bool sampled;
     int sample_rows, sample_heads, total_rows, total_heads;
     long long nan_credited; /* NaN outputs counted as matches of best (poisoned keys it reads) */
+    long long finite_shown; /* finite outputs off the spec that best predicts (0 with NaN credit: the
+                             * keys were read, whether they got weight is not shown) */
     /* The diagnosis family, for grouping failures (console, HTML) and for
      * shrink, which keeps it: a hypothesis family ("window_l_minus_1"),
      * "ambiguous:F1,F2", "closest:F", or one of "lse_natural_log",

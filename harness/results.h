@@ -64,7 +64,7 @@ typedef struct swa_result {
     bool has_compare;
     swa_compare_result cmp;
     char message[SWA_MSG_MAX];   /* first mismatch line, error text or skip reason */
-    char diagnosis[800];         /* explain's verdict for failures, "" when none */
+    char diagnosis[1200];        /* explain's verdict for failures, "" when none */
     char xfail[SWA_XFAIL_REASON_MAX]; /* why it is a known failure, "" when it is not one */
     swa_outcome xfail_was;       /* xfailed / xpassed: the outcome it had (failed, error; passed) */
     char warnings[512];          /* plan-time warnings, "" when none */

@@ -319,7 +319,34 @@ Test(explain_nan, a_leaked_poisoned_key_is_named)
         cr_expect(!strcmp(ex.key, "window_l_plus_1") && ex.exact, "as %s: [%s] %s", as[k], ex.key, ex.verdict);
         cr_expect_gt(ex.nan_credited, 0, "as %s: the NaN rows are the evidence", as[k]);
         cr_expect(strstr(ex.verdict, "poisoned key"), "the verdict says what the NaN means: %s", ex.verdict);
+        /* the rows that read a real out-of-window key are finite and wrong:
+         * the extra key demonstrably got weight */
+        cr_expect_gt(ex.finite_shown, 0, "as %s", as[k]);
+        cr_expect(!strstr(ex.verdict, "hides whether"), "as %s: %s", as[k], ex.verdict);
     }
+}
+
+/* F5's shrunk shape (FlashInfer 0.7.2.post1 fa3 paged prefill on the H200):
+ * the two requests whose first KV tile starts left of the window are NaN,
+ * the third is right.  NaN is the only evidence: a read, not proven weight. */
+#define POISON_F5                                                                                          \
+    "{\"name\": \"f5\", \"requests\": [{\"qo_len\": 1, \"kv_len\": 64}, {\"qo_len\": 1, \"kv_len\": 500},"     \
+    " {\"qo_len\": 1, \"kv_len\": 300}], \"num_qo_heads\": 1, \"num_kv_heads\": 1, \"head_dim\": 64,"        \
+    " \"dtype\": \"bf16\", \"data\": \"poison\", \"seed\": 12, \"window_left\": 31, \"page_size\": 1,"      \
+    " \"backends\": [\"decode_fa2\"]}"
+
+static bool f5_rows(int row) { return row >= 1; }
+
+Test(explain_nan, nan_alone_says_read_not_weighted)
+{
+    swa_explanation ex;
+    explain_made_up(POISON_F5, "flashinfer_wrappers:paged_fa3", f5_rows, &ex);
+    cr_assert(ex.best >= 0 && ex.exact, "[%s] %s", ex.key, ex.verdict);
+    cr_expect(strstr(ex.tied, "tile_granular_start"), "the fa3 tile start is among the fits: %s", ex.tied);
+    cr_expect_gt(ex.nan_credited, 0);
+    cr_expect_eq(ex.finite_shown, 0, "no finite output differs from the spec");
+    cr_expect(strstr(ex.verdict, "NaN hides whether they get weight") && strstr(ex.verdict, "finite data"),
+              "the verdict must not claim the keys got weight, and says how to tell: %s", ex.verdict);
 }
 
 Test(explain_nan, aiter_sentinel_on_poisoned_decode_is_ambiguous_with_its_alternatives)
