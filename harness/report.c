@@ -330,6 +330,7 @@ swa_status swa_report_finish(swa_report *rep, const swa_run_results *final, swa_
         return SWA_OK;
     rep->rr.incomplete = final->incomplete;
     snprintf(rep->rr.incomplete_reason, sizeof rep->rr.incomplete_reason, "%s", final->incomplete_reason);
+    rep->rr.controls = final->controls;
     swa_run_results_sort(&rep->rr);
     return swa_report_close(rep, final->exitcode, err);
 }

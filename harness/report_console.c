@@ -351,6 +351,15 @@ void swa_console_write_summary(FILE *f, const swa_run_results *rr, bool color)
             fprintf(f, "  ... %d more kinds (see report.html)\n",
                     ngr > SWA_CONSOLE_WORST * 2 ? ngr - SWA_CONSOLE_WORST * 2 + (ungrouped ? 1 : 0) : 1);
     }
+    /* the marshalling controls (harness/controls.h): a broken staging, or
+     * external results nothing checked, is said again above the verdict */
+    if (rr->controls.state == SWA_CONTROLS_BROKEN || rr->controls.state == SWA_CONTROLS_NOT_RUN) {
+        bool broken = rr->controls.state == SWA_CONTROLS_BROKEN;
+        fprintf(f, "\n%s%s%s: ", color ? (broken ? RED : YELLOW) : "", broken ? "UNTRUSTWORTHY" : "UNCHECKED",
+                color ? RESET : "");
+        put_clean(f, rr->controls.summary);
+        fputc('\n', f);
+    }
     if (rr->incomplete)
         fprintf(f, "\n%sINCOMPLETE%s: %s\n", color ? YELLOW : "", color ? RESET : "", rr->incomplete_reason);
     if (rr->count == 0)

@@ -411,6 +411,13 @@ static void put_header(FILE *f, const swa_run_results *rr)
         esc(f, rr->incomplete_reason);
         fputs("</div>\n", f);
     }
+    if (rr->controls.state != SWA_CONTROLS_NONE) { /* the marshalling controls (harness/controls.h) */
+        fprintf(f, "<div class=\"incomplete\" id=\"controls\" data-state=\"%s\">",
+                rr->controls.state == SWA_CONTROLS_SOUND ? "sound" : rr->controls.state == SWA_CONTROLS_BROKEN ?
+                "broken" : "not_run");
+        esc(f, rr->controls.summary);
+        fputs("</div>\n", f);
+    }
     fprintf(f,
             "<div class=\"counts\">"
             "<div class=\"count\" id=\"count-total\"><b>%d</b><span>total</span></div>"

@@ -277,6 +277,8 @@ cJSON *swa_report_case_json(const swa_result *r)
     /* report 1.4: runs of the pair on the same inputs (--repeat), and how
      * runs 2..N differed from run 1 bitwise (null when they did not) */
     cJSON_AddNumberToObject(o, "repeat", r->repeat > 1 ? r->repeat : 1);
+    if (r->untrustworthy) /* report 1.5: the run's marshalling controls failed */
+        cJSON_AddBoolToObject(o, "untrustworthy", true);
     if (r->nondet.runs_differing) {
         const swa_nondet *nd = &r->nondet;
         cJSON *n = cJSON_AddObjectToObject(o, "nondeterministic");
@@ -408,6 +410,26 @@ cJSON *swa_report_json(const swa_run_results *rr)
     cJSON_AddNumberToObject(summary, "skipped", n[SWA_OUTCOME_SKIPPED]);
     cJSON_AddNumberToObject(summary, "xfailed", n[SWA_OUTCOME_XFAILED]);
     cJSON_AddNumberToObject(summary, "xpassed", n[SWA_OUTCOME_XPASSED]);
+    /* report 1.5: the marshalling controls of a run with external backends */
+    const swa_controls *ctl = &rr->controls;
+    if (ctl->state != SWA_CONTROLS_NONE) {
+        static const char *const states[] = {"none", "sound", "broken", "not_run"};
+        cJSON *co = cJSON_AddObjectToObject(root, "controls");
+        cJSON_AddStringToObject(co, "state", states[ctl->state]);
+        cJSON_AddStringToObject(co, "summary", ctl->summary);
+        cJSON *runs = cJSON_AddArrayToObject(co, "runs");
+        for (int i = 0; i < ctl->count; i++) {
+            const swa_control_result *it = &ctl->items[i];
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddStringToObject(x, "backend", it->backend);
+            cJSON_AddStringToObject(x, "case", it->case_id);
+            cJSON_AddStringToObject(x, "role", it->positive ? "positive" : "negative");
+            cJSON_AddStringToObject(x, "outcome", swa_outcome_name(it->outcome));
+            cJSON_AddBoolToObject(x, "as_expected", it->as_expected);
+            cJSON_AddStringToObject(x, "message", it->message);
+            cJSON_AddItemToArray(runs, x);
+        }
+    }
     /* cases in the order they ran: diffs between two reports stay readable */
     cJSON *cases = cJSON_AddArrayToObject(root, "cases");
     for (int i = 0; i < rr->count; i++) {

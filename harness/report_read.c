@@ -229,6 +229,7 @@ static void read_repeat(reader *rd, const cJSON *obj, swa_result *r)
     memset(&r->nondet, 0, sizeof r->nondet);
     if (cJSON_GetObjectItemCaseSensitive(obj, "repeat"))
         r->repeat = get_int_in(rd, obj, "repeat", 1, 1000000);
+    r->untrustworthy = cJSON_GetObjectItemCaseSensitive(obj, "untrustworthy") && get_bool(rd, obj, "untrustworthy");
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(obj, "nondeterministic");
     if (!n || cJSON_IsNull(n))
         return;

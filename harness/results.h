@@ -80,6 +80,8 @@ typedef struct swa_result {
     bool causal;
     int repeat;                  /* runs of this (case, backend) on the same inputs (--repeat; 1 by default) */
     swa_nondet nondet;           /* --repeat: how later runs differed from run 1 */
+    bool untrustworthy;          /* an external backend's result in a run whose marshalling controls failed
+                                  * (harness/controls.h): a pass of it became an error */
     int seq;                     /* pair index in the run's order (not written): reports list results by it */
     /* where the time went (not written to reports; `bench --harness` adds
      * them up): the case's data and reference go to its first backend */
@@ -113,6 +115,29 @@ typedef struct swa_selection {
     char device[16];                /* the device kind (host, cuda, hip), not the GPU ids */
 } swa_selection;
 
+/* The marshalling controls of a run with external backends (harness/controls.h). */
+typedef enum {
+    SWA_CONTROLS_NONE = 0,   /* no external backend in the run: not run */
+    SWA_CONTROLS_SOUND,      /* the positive controls passed and the negative ones failed */
+    SWA_CONTROLS_BROKEN,     /* the harness's own staging is wrong: external results untrustworthy */
+    SWA_CONTROLS_NOT_RUN,    /* could not run (why in summary): external results unchecked */
+} swa_controls_state;
+#define SWA_CONTROLS_MAX 32
+typedef struct swa_control_result {
+    char backend[96];        /* swadiff_control:exact, ... */
+    char case_id[SWA_ID_MAX];
+    bool positive;           /* true: must pass; false: must fail */
+    swa_outcome outcome;
+    bool as_expected;
+    char message[300];
+} swa_control_result;
+typedef struct swa_controls {
+    swa_controls_state state;
+    char summary[600];       /* one line: what ran and the verdict */
+    int count;
+    swa_control_result items[SWA_CONTROLS_MAX];
+} swa_controls;
+
 typedef struct swa_run_results {
     swa_result *items;
     int count, capacity;
@@ -132,6 +157,7 @@ typedef struct swa_run_results {
     char incomplete_reason[200];
     double report_seconds;       /* time the parent spent recording results (reports, console) */
     swa_selection selection;     /* the shard and what selected the cases (report 1.4) */
+    swa_controls controls;       /* report 1.5 */
 } swa_run_results;
 
 #ifdef __cplusplus

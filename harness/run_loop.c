@@ -30,6 +30,7 @@
 
 #include <cblas.h>
 
+#include "harness/controls.h"
 #include "harness/report_console.h"
 #include "harness/explain.h"
 #include "harness/report.h"
@@ -65,6 +66,8 @@ static int case_backends(const swa_run_config *cfg, const swa_case *c, const swa
     }
     const swa_backend *const *ext = swa_external_backends(&n);
     for (int i = 0; i < n; i++) {
+        if (swa_external_is_control(ext[i]->name)) /* the controls run before the run, not in it */
+            continue;
         bool selected = !cfg->backends_selected;
         for (int g = 0; !selected && g < cfg->num_external_globs; g++)
             selected = fnmatch(cfg->external_globs[g], ext[i]->name, 0) == 0;
@@ -253,6 +256,7 @@ static void record(loop_state *ls, swa_result *r, int sel, int b)
     ls->done++;
     r->seq = ls->first_pair ? ls->first_pair[sel] + b : ls->done;
     swa_xfail_apply(swa_xfail_reason(ls->cfg->xfail, &ls->all->cases[ls->selected[sel]], r->backend), r);
+    swa_controls_mark(&ls->rr->controls, r);
     if (ls->report) {
         swa_error err = {0};
         if (swa_report_add(ls->report, r, &err) != SWA_OK && !ls->report_warned) {
@@ -645,6 +649,19 @@ int swa_run_selected(const swa_run_config *cfg, const swa_case_list *all, const 
         at += case_backends(cfg, &all->cases[selected[s]], bs);
     }
     rr->expected = ls.total_pairs;
+    /* the marshalling controls, when external backends run: before the run,
+     * so that every result is marked as it is recorded */
+    bool has_plugin = false, has_adapter = false;
+    for (int s = 0; s < nsel && !(has_plugin && has_adapter); s++) {
+        const swa_backend *bs[MAX_CASE_BACKENDS];
+        int nb = case_backends(cfg, &all->cases[selected[s]], bs);
+        for (int b = 0; b < nb; b++) {
+            int kind = swa_external_kind(bs[b]->name);
+            has_plugin |= kind == 0;
+            has_adapter |= kind == 1;
+        }
+    }
+    swa_controls_run(cfg, all, selected, nsel, has_plugin, has_adapter, rr);
     int lock_fd = -1;
     if (report_dir) {
         lock_fd = lock_report_dir(report_dir, &rr->env);

@@ -279,7 +279,7 @@ static const char *msg_type(const cJSON *m) { return cJSON_GetObjectItemCaseSens
  * else, for the binary in the build folder it was linked in (a parent
  * project's add_subdirectory puts it anywhere), the source tree's adapters/,
  * else ./adapters.  Empty when none holds it. */
-static void helper_dir(char *buf, size_t n)
+void swa_adapter_helper_dir(char *buf, size_t n)
 {
     char exe[1024], cand[5][1200];
     int nc = 0;
@@ -325,7 +325,7 @@ static swa_status start(adapter_proc *ap, const ext_provider *prov, swa_error *e
     snprintf(ap->log, sizeof ap->log, "%s/adapter.log", ap->scratch);
     /* worked out before the fork: the child only sets it */
     char helper[PATH_MAX], pythonpath[2 * PATH_MAX + 8] = "";
-    helper_dir(helper, sizeof helper);
+    swa_adapter_helper_dir(helper, sizeof helper);
     if (helper[0]) {
         const char *old = getenv("PYTHONPATH");
         snprintf(pythonpath, sizeof pythonpath, "%s%s%s", helper, old && *old ? ":" : "", old && *old ? old : "");
@@ -593,7 +593,7 @@ static cJSON *problem_json(const ext_plan *p)
     cJSON_AddNumberToObject(o, "head_dim", c->head_dim);
     cJSON_AddStringToObject(o, "dtype", swa_dtype_name(c->dtype));
     cJSON_AddBoolToObject(o, "causal", c->causal);
-    cJSON_AddNumberToObject(o, "window_left", c->window_left);
+    cJSON_AddNumberToObject(o, "window_left", swa_marshal_window_left(c));
     cJSON_AddNumberToObject(o, "window_right", p->problem.window_right);
     cJSON_AddNumberToObject(o, "attention_chunk_size", c->chunk_size); /* 0: off */
     cJSON_AddNumberToObject(o, "sm_scale", c->sm_scale);
@@ -601,7 +601,7 @@ static cJSON *problem_json(const ext_plan *p)
     cJSON_AddBoolToObject(o, "return_lse", p->problem.return_lse);
     cJSON_AddNumberToObject(o, "page_size", in->paged.page_size);
     cJSON_AddNumberToObject(o, "num_pages", in->paged.num_pages);
-    cJSON_AddStringToObject(o, "layout", swa_layout_name(in->paged.layout));
+    cJSON_AddStringToObject(o, "layout", swa_layout_name(swa_marshal_layout(in->paged.layout)));
     cJSON_AddNumberToObject(o, "max_blocks_per_seq", in->paged.max_blocks_per_seq);
     return o;
 }

@@ -82,6 +82,39 @@ static bool case_is_decode(const swa_case *c)
     return true;
 }
 
+swa_marshal_fault_kind swa_marshal_fault(void)
+{
+    static int known = -1;
+    if (known < 0) {
+        const char *f = getenv("SWADIFF_TEST_MARSHAL_FAULT");
+        known = SWA_FAULT_NONE;
+        if (f && !strcmp(f, "window_as_key_count"))
+            known = SWA_FAULT_WINDOW_AS_KEY_COUNT;
+        else if (f && !strcmp(f, "layout_swapped"))
+            known = SWA_FAULT_LAYOUT_SWAPPED;
+        else if (f && *f)
+            fprintf(stderr, "swadiff: SWADIFF_TEST_MARSHAL_FAULT=%s is not a fault this swadiff knows "
+                    "(window_as_key_count, layout_swapped); none applied\n", f);
+        if (known != SWA_FAULT_NONE)
+            fprintf(stderr, "swadiff: SWADIFF_TEST_MARSHAL_FAULT=%s: the staging of external backends is broken on "
+                    "purpose (a test of the marshalling controls)\n", f);
+    }
+    return (swa_marshal_fault_kind)known;
+}
+
+int swa_marshal_window_left(const swa_case *c)
+{
+    return swa_marshal_fault() == SWA_FAULT_WINDOW_AS_KEY_COUNT && c->window_left >= 0 ? c->window_left + 1
+                                                                                       : c->window_left;
+}
+
+swa_layout swa_marshal_layout(swa_layout layout)
+{
+    if (swa_marshal_fault() != SWA_FAULT_LAYOUT_SWAPPED)
+        return layout;
+    return layout == SWA_LAYOUT_NHD ? SWA_LAYOUT_HND : SWA_LAYOUT_NHD;
+}
+
 static void build_problem(ext_plan *p)
 {
     const swa_case *c = p->c;
@@ -98,7 +131,7 @@ static void build_problem(ext_plan *p)
     q->head_dim = c->head_dim;
     q->dtype = c->dtype == SWA_DTYPE_FP16 ? SWADIFF_FP16 : c->dtype == SWA_DTYPE_BF16 ? SWADIFF_BF16 : SWADIFF_FP32;
     q->causal = c->causal;
-    q->window_left = c->window_left;
+    q->window_left = swa_marshal_window_left(c);
     q->window_right = c->causal ? 0 : c->window_right;
     q->sm_scale = (float)c->sm_scale;
     q->soft_cap = (float)c->soft_cap;
@@ -112,7 +145,7 @@ static void build_problem(ext_plan *p)
     q->kv_seq_indptr = q->kv_seq_indptr_dev = in->kv_indptr;
     q->page_size = in->paged.page_size;
     q->num_pages = in->paged.num_pages;
-    q->layout = in->paged.layout == SWA_LAYOUT_NHD ? SWADIFF_NHD : SWADIFF_HND;
+    q->layout = swa_marshal_layout(in->paged.layout) == SWA_LAYOUT_NHD ? SWADIFF_NHD : SWADIFF_HND;
     q->k_cache = in->paged.k_pages;
     q->v_cache = in->paged.v_pages;
     q->kv_indptr = q->kv_indptr_dev = in->paged.indptr;
@@ -403,12 +436,79 @@ static size_t quote_into(char *buf, size_t n, size_t used, const char *s)
     return used + (size_t)snprintf(buf + used, used < n ? n - used : 0, "'");
 }
 
+static bool provider_is_control(const ext_provider *p)
+{
+    return strncmp(p->name, SWA_CONTROL_PLUGIN_NAME, strlen(SWA_CONTROL_PLUGIN_NAME)) == 0 &&
+           (p->kind == EXT_PLUGIN ? strcmp(p->location, SWA_CONTROL_LOCATION) == 0 : strstr(p->location, "#control") != NULL);
+}
+
+bool swa_external_is_control(const char *full_name)
+{
+    for (int i = 0; full_name && i < num_backends; i++)
+        if (strcmp(backends[i].full_name, full_name) == 0)
+            return provider_is_control(&providers[backends[i].provider]);
+    return false;
+}
+
+int swa_external_kind(const char *full_name)
+{
+    for (int i = 0; full_name && i < num_backends; i++)
+        if (strcmp(backends[i].full_name, full_name) == 0)
+            return providers[backends[i].provider].kind == EXT_PLUGIN ? 0 : 1;
+    return -1;
+}
+
+static bool provider_named(const char *name)
+{
+    for (int i = 0; i < num_providers; i++)
+        if (strcmp(providers[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+swa_status swa_external_add_controls(bool plugin, bool adapter, char *note, size_t note_size, swa_error *err)
+{
+    if (note && note_size)
+        note[0] = '\0';
+    if (plugin && !provider_named(SWA_CONTROL_PLUGIN_NAME)) {
+        swa_status st = add_provider(EXT_PLUGIN, SWA_CONTROL_PLUGIN_NAME, SWA_CONTROL_LOCATION, NULL, 0, err);
+        if (st != SWA_OK)
+            return st;
+    }
+    if (!adapter)
+        return SWA_OK;
+    char dir[1024];
+    swa_adapter_helper_dir(dir, sizeof dir);
+    if (!dir[0]) {
+        if (note)
+            snprintf(note, note_size, "the adapters' folder (swadiff_adapter.py, numpy_exact.py) was not found: "
+                     "set SWADIFF_ADAPTER_DIR");
+        return SWA_OK;
+    }
+    static const char *const names[2] = {SWA_CONTROL_PLUGIN_NAME "_numpy", SWA_CONTROL_PLUGIN_NAME "_numpy_short"};
+    static const char *const files[2] = {"numpy_exact.py", "numpy_wrong_window.py"};
+    for (int i = 0; i < 2; i++) {
+        if (provider_named(names[i]))
+            continue;
+        char path[1200], cmd[1400] = "${SWADIFF_PYTHON:-python3} ";
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        size_t used = quote_into(cmd, sizeof cmd, strlen(cmd), path);
+        snprintf(cmd + used, used < sizeof cmd ? sizeof cmd - used : 0, " #control");
+        swa_status st = add_provider(EXT_ADAPTER, names[i], cmd, NULL, 0, err);
+        if (st != SWA_OK)
+            return st;
+    }
+    return SWA_OK;
+}
+
 void swa_external_options(char *buf, size_t n)
 {
     size_t used = 0;
     if (n)
         buf[0] = '\0';
     for (int i = 0; i < num_providers; i++) {
+        if (provider_is_control(&providers[i])) /* registered by the run itself */
+            continue;
         if (providers[i].kind == EXT_PLUGIN) {
             used += (size_t)snprintf(buf + used, used < n ? n - used : 0, " --plugin ");
             used = quote_into(buf, n, used, providers[i].location);
@@ -422,6 +522,8 @@ void swa_external_options(char *buf, size_t n)
 }
 
 void swa_external_set_reply_timeout(double seconds) { swa_adapter_reply_timeout = seconds; }
+
+void swa_external_stop_adapters(void) { swa_adapter_reset(); }
 
 void swa_external_reset(void)
 {

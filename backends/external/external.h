@@ -66,6 +66,20 @@ bool swa_external_tile_shape(const char *name, swa_tile_shape *out);
  * --adapter N=CMD ..."), shell-quoted, for reproduce commands. */
 void swa_external_options(char *buf, size_t n);
 
+/* The marshalling controls (harness/controls.c): registers the built-in
+ * control plug-in (swadiff_control:exact, swadiff_control:window_short) when
+ * plugin, and the control adapters swadiff_control_numpy:all_forms and
+ * swadiff_control_numpy_short:window_short (the shipped numpy adapters) when
+ * adapter.  Idempotent.  note says what could not be registered, "" else. */
+swa_status swa_external_add_controls(bool plugin, bool adapter, char *note, size_t note_size, swa_error *err);
+/* Ends the adapter processes this process started (registrations stay; a
+ * later run starts them again). */
+void swa_external_stop_adapters(void);
+/* True for a backend registered by swa_external_add_controls. */
+bool swa_external_is_control(const char *full_name);
+/* 0: a plug-in's backend, 1: an adapter's, -1: not a registered external one. */
+int swa_external_kind(const char *full_name);
+
 /* Seconds an adapter may take to answer one message (default 600). */
 void swa_external_set_reply_timeout(double seconds);
 

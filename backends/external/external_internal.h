@@ -67,6 +67,28 @@ typedef struct ext_plan {
     swa_lent_sums lent;       /* plug-ins: the host inputs before plug-in code saw them */
 } ext_plan;
 
+/* external.c: a deliberate staging fault, for testing the controls only
+ * (tests/test_controls.c): $SWADIFF_TEST_MARSHAL_FAULT "window_as_key_count"
+ * hands plug-ins and adapters L + 1 for a window L >= 0 (a key count, the
+ * mistake a review once made), "layout_swapped" declares the other page
+ * layout.  Unset or empty: none; another value: none, said once on stderr. */
+typedef enum { SWA_FAULT_NONE = 0, SWA_FAULT_WINDOW_AS_KEY_COUNT, SWA_FAULT_LAYOUT_SWAPPED } swa_marshal_fault_kind;
+swa_marshal_fault_kind swa_marshal_fault(void);
+/* c's window and layout as the staging hands them (the fault applied) */
+int swa_marshal_window_left(const swa_case *c);
+swa_layout swa_marshal_layout(swa_layout layout);
+
+/* control.c: the marshalling controls' plug-in, built in (harness/controls.c
+ * runs it).  Registered as a plug-in whose location is SWA_CONTROL_LOCATION
+ * (plugin.c loads it from here instead of dlopen). */
+#define SWA_CONTROL_PLUGIN_NAME "swadiff_control"
+#define SWA_CONTROL_LOCATION "(built in: swadiff's marshalling controls)"
+const swadiff_plugin *swa_control_plugin(void);
+
+/* adapter.c: the folder holding swadiff_adapter.py (and the shipped
+ * adapters), "" when none is found */
+void swa_adapter_helper_dir(char *buf, size_t n);
+
 /* tile_shape.c: NULL, or what is wrong with a declared tile shape (in buf) */
 const char *swa_tile_shape_check(const swa_tile_shape *t, char *buf, size_t n);
 

@@ -58,6 +58,12 @@ static const char *bad_tiles(const swadiff_tile_shape *t, char *buf, size_t n)
 /* Loads path and validates its table.  Returns the table or NULL with why. */
 static const swadiff_plugin *load(const char *path, void **handle, char *why, size_t n)
 {
+    const swadiff_plugin *pl;
+    if (strcmp(path, SWA_CONTROL_LOCATION) == 0) { /* built in: the same checks as a file's table */
+        *handle = NULL;
+        pl = swa_control_plugin();
+        goto validate;
+    }
     *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!*handle) {
         snprintf(why, n, "cannot load %s: %s", path, dlerror());
@@ -72,11 +78,12 @@ static const swadiff_plugin *load(const char *path, void **handle, char *why, si
     }
     swadiff_plugin_entry_fn entry;
     memcpy(&entry, &sym, sizeof entry);
-    const swadiff_plugin *pl = entry();
+    pl = entry();
     if (!pl) {
         snprintf(why, n, "%s: %s() returned NULL", path, SWADIFF_PLUGIN_ENTRY);
         return NULL;
     }
+validate:
     if (pl->abi_version < SWADIFF_PLUGIN_ABI_OLDEST || pl->abi_version > SWADIFF_PLUGIN_ABI_VERSION) {
         snprintf(why, n, "%s: built for plug-in ABI version %u, this swadiff speaks versions %d to %d (rebuild "
                  "it against this swadiff's include/swadiff/plugin.h)", path, pl->abi_version,
