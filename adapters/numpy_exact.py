@@ -39,14 +39,22 @@ def check_forms(problem, tensors):
         raise ValueError(f"context_lens {list(tensors.raw('context_lens'))} != kv_len {kv}")
     if len(qo) != B or int(problem["total_qo"]) != sum(qo) or int(problem["total_kv"]) != sum(kv):
         raise ValueError("num_requests / total_qo / total_kv disagree with qo_len and kv_len")
+    # the keys some row may see: those before may differ (poison data evicts their pages)
+    L, C = int(problem.get("window_left", -1)), sa.chunk_size(problem)
+    seen = []
+    for r in range(B):
+        p0 = max(0, kv[r] - qo[r])
+        lo = max(p0 - L if L >= 0 else 0, p0 - p0 % C if C > 0 else 0, 0)
+        seen.extend(range(int(kv_seq[r]) + min(lo, kv[r]), int(kv_seq[r + 1])))
+    seen = np.asarray(seen, dtype=np.int64)
     for which in ("k", "v"):
-        ragged = tensors.raw(which)
-        by_indptr = sa.gather_paged(problem, tensors, which, table="indptr")
-        by_blocks = sa.gather_paged(problem, tensors, which, table="block_tables")
+        ragged = tensors.raw(which)[seen]
+        by_indptr = sa.gather_paged(problem, tensors, which, table="indptr")[seen]
+        by_blocks = sa.gather_paged(problem, tensors, which, table="block_tables")[seen]
         for name, got in (("kv_indptr/kv_indices", by_indptr), ("block_tables", by_blocks)):
             if got.shape != ragged.shape or not np.array_equal(got.view(np.uint8), ragged.view(np.uint8)):
                 bad = np.nonzero((got != ragged).reshape(len(ragged), -1).any(axis=1))[0] if got.shape == ragged.shape else []
-                where = f"first at token row {int(bad[0])}" if len(bad) else f"shape {list(got.shape)} vs {list(ragged.shape)}"
+                where = f"first at token row {int(seen[bad[0]])}" if len(bad) else f"shape {list(got.shape)} vs {list(ragged.shape)}"
                 raise ValueError(f"{which.upper()} through {name} ({problem.get('layout', 'NHD')}) differs from "
                                  f"{which}.npy: {where}")
 

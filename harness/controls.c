@@ -139,8 +139,7 @@ void swa_controls_run(const swa_run_config *cfg, const swa_case_list *all, const
         ctl->state = SWA_CONTROLS_NOT_RUN;
         snprintf(ctl->summary, sizeof ctl->summary, "marshalling controls not run (SWADIFF_NO_CONTROLS is set): the "
                  "external results are unchecked");
-        if (!cfg->quiet)
-            fprintf(stderr, "swadiff: %s\n", ctl->summary);
+        fprintf(stderr, "swadiff: %s\n", ctl->summary);
         return;
     }
     char note[400] = "";
@@ -245,8 +244,8 @@ void swa_controls_run(const swa_run_config *cfg, const swa_case_list *all, const
                      "positive %d/%d passed, negative %d/%d failed as they must", ncases, nbuiltin, pos_ok, pos, neg_failed, neg);
         }
     }
-    if (!cfg->quiet || ctl->state == SWA_CONTROLS_BROKEN)
-        fprintf(stderr, "swadiff: %s\n", ctl->summary);
+    /* like the device line, said even under --quiet: it is what the run's greens rest on */
+    fprintf(stderr, "swadiff: %s\n", ctl->summary);
 }
 
 void swa_controls_mark(const swa_controls *ctl, swa_result *r)

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 /* Runs the controls when the run's (case, backend) pairs include an external
  * backend (of a plug-in, an adapter or both), on the host, in this process,
- * and fills rr->controls; prints its verdict on stderr unless quiet.
+ * and fills rr->controls; prints its verdict on stderr (also under --quiet).
  * SWADIFF_NO_CONTROLS=1 skips them (state NOT_RUN, said so). */
 void swa_controls_run(const swa_run_config *cfg, const swa_case_list *all, const int *selected, int nsel,
                       bool has_plugin, bool has_adapter, swa_run_results *rr);

@@ -133,6 +133,12 @@ Test(external, numpy_exact_adapter_passes_every_shipped_case_and_the_wrong_twin_
     int skip = count(rep, "numpy_exact:exact", "skipped", "expect_error");
     cr_expect_gt(pass, 200);
     cr_expect_eq(pass + skip, total(rep, "numpy_exact:exact"), "every shipped case passes (or pins a refusal)");
+    /* all_forms (the positive marshalling control) checks on every shipped
+     * case that the staged forms agree: K/V, both page tables, the indptrs */
+    int forms = count(rep, "numpy_exact:all_forms", "passed", NULL);
+    cr_expect_eq(forms, pass, "all_forms passes where exact does: %d vs %d", forms, pass);
+    cr_expect_eq(forms + count(rep, "numpy_exact:all_forms", "skipped", "expect_error"),
+                 total(rep, "numpy_exact:all_forms"));
     cJSON_Delete(rep);
     snprintf(args, sizeof args, "run --device host --adapter numpy_wrong_window --backend 'numpy_wrong_window:*' "
              "--report %s -q " TWIN_CASES, tmpdir);

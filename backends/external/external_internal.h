@@ -67,7 +67,7 @@ typedef struct ext_plan {
     swa_lent_sums lent;       /* plug-ins: the host inputs before plug-in code saw them */
 } ext_plan;
 
-/* external.c: a deliberate staging fault, for testing the controls only
+/* marshal_fault.c: a deliberate staging fault, for testing the controls only
  * (tests/test_controls.c): $SWADIFF_TEST_MARSHAL_FAULT "window_as_key_count"
  * hands plug-ins and adapters L + 1 for a window L >= 0 (a key count, the
  * mistake a review once made), "layout_swapped" declares the other page

@@ -569,20 +569,20 @@ class Protocol(unittest.TestCase):
         return proc.recv()
 
     def test_handshake_contents(self):
-        for script, adapter, backend in (("numpy_exact.py", "numpy_exact", "exact"),
-                                         ("numpy_wrong_window.py", "numpy_wrong_window", "window_short")):
+        # numpy_exact's all_forms is swadiff's positive marshalling control (docs/controls.md)
+        for script, adapter, backends in (("numpy_exact.py", "numpy_exact", ["exact", "all_forms"]),
+                                          ("numpy_wrong_window.py", "numpy_wrong_window", ["window_short"])):
             p = self.start(script)
             hello = p.handshake()
             self.assertEqual(hello["type"], "hello")
             self.assertEqual(hello["protocol"], 1)
             self.assertEqual(hello["adapter"], adapter)
-            self.assertEqual(len(hello["backends"]), 1)
-            b = hello["backends"][0]
-            self.assertEqual(b["name"], backend)
-            self.assertEqual(b["lse_base"], "e")
-            self.assertEqual(sorted(b["kinds"]), ["decode", "prefill"])
-            self.assertIsInstance(b["description"], str)
-            self.assertTrue(b["description"])
+            self.assertEqual([b["name"] for b in hello["backends"]], backends)
+            for b in hello["backends"]:
+                self.assertEqual(b["lse_base"], "e")
+                self.assertEqual(sorted(b["kinds"]), ["decode", "prefill"])
+                self.assertIsInstance(b["description"], str)
+                self.assertTrue(b["description"])
             p.send({"type": "bye"})
             self.assertEqual(p.wait(), 0)
 
