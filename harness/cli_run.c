@@ -242,6 +242,18 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         }
     }
 
+    /* SWADIFF_NO_ISOLATE=1 is --no-isolate, with its refusals; any other
+     * value but 0 or empty is a mistake, not a quiet switch */
+    const char *no_iso_env = getenv("SWADIFF_NO_ISOLATE");
+    if (no_iso_env && *no_iso_env && strcmp(no_iso_env, "0")) {
+        if (strcmp(no_iso_env, "1")) {
+            fprintf(stderr, "swadiff run: SWADIFF_NO_ISOLATE=%.40s: expected 1 (run in this process, as --no-isolate) "
+                            "or 0 / unset (isolated workers)\n", no_iso_env);
+            return SWA_EXIT_USAGE;
+        }
+        no_isolate = true;
+    }
+
     char where_err[1600];
     /* static: reachable until exit on every early return below (no leak report) */
     static swa_where *where;
@@ -321,14 +333,15 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
     }
 
     if (jobs > 1 && no_isolate) {
-        fprintf(stderr, "swadiff run: --jobs %d needs isolated workers; drop --no-isolate or --jobs\n", jobs);
+        fprintf(stderr, "swadiff run: --jobs %d needs isolated workers; drop --no-isolate (or SWADIFF_NO_ISOLATE=1) or "
+                        "--jobs\n", jobs);
         free(selected);
         swa_case_list_free(&all);
         return SWA_EXIT_USAGE;
     }
     if (timeout > 0 && no_isolate) {
         fprintf(stderr, "swadiff run: --timeout needs the isolated worker: it cannot stop a (case, backend) "
-                        "running in this process; drop --no-isolate or --timeout\n");
+                        "running in this process; drop --no-isolate (or SWADIFF_NO_ISOLATE=1) or --timeout\n");
         free(selected);
         swa_case_list_free(&all);
         return SWA_EXIT_USAGE;

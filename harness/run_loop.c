@@ -477,21 +477,29 @@ static void run_isolated(loop_state *ls)
     int *resume_b = calloc((size_t)ls->nsel + 1, sizeof *resume_b); /* requeued remainder of a case */
     int *requeue = calloc((size_t)ls->nsel + 1, sizeof *requeue);
     struct pollfd *pfd = calloc((size_t)jobs, sizeof *pfd);
-    if (!ws || !resume_b || !requeue || !pfd) {
-        free(ws); free(resume_b); free(requeue); free(pfd);
-        run_in_process(ls);
-        return;
-    }
-    int next = 0, nrequeue = 0, live = 0;
-    for (int i = 0; i < jobs; i++) {
+    int next = 0, nrequeue = 0, live = 0, why = ENOMEM;
+    for (int i = 0; ws && resume_b && requeue && pfd && i < jobs; i++) {
         ws[i].slot = i;
         if (start_worker(ls, &ws[i]) == 0)
             live++;
+        else
+            why = errno;
     }
     if (!live) {
-        perror("swadiff: cannot start a worker process");
+        /* never fall back to this process: that would drop --timeout and
+         * the containment the results rely on.  Every pair is an error. */
+        char msg[400];
+        snprintf(msg, sizeof msg, "no worker process could be started (%s): the isolated run cannot go on (raise "
+                 "`ulimit -n` / `ulimit -u`, use fewer --jobs, or --no-isolate, which has no --timeout)",
+                 strerror(why));
+        fprintf(stderr, "swadiff: %s\n", msg);
+        for (int s = 0; s < ls->nsel; s++) {
+            const swa_backend *bs[MAX_CASE_BACKENDS];
+            int nb = case_backends(ls->cfg, &ls->all->cases[ls->selected[s]], bs);
+            for (int b = 0; b < nb; b++)
+                record_error(ls, s, b, msg);
+        }
         free(ws); free(resume_b); free(requeue); free(pfd);
-        run_in_process(ls);
         return;
     }
     for (;;) {
@@ -698,8 +706,7 @@ int swa_run_selected(const swa_run_config *cfg, const swa_case_list *all, const 
     struct sigaction ign = {0};
     ign.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &ign, &old_pipe);
-    const char *no_iso = getenv("SWADIFF_NO_ISOLATE");
-    if ((no_iso && *no_iso && strcmp(no_iso, "0")) || cfg->no_isolate)
+    if (cfg->no_isolate) /* --no-isolate or SWADIFF_NO_ISOLATE=1 (cli_run.c) */
         run_in_process(&ls);
     else
         run_isolated(&ls);

@@ -1,0 +1,54 @@
+/* test_hostile_env.c — hostile or careless environments (issue 32): what a
+ * run does when its environment says something odd or takes its resources.
+ *  - SWADIFF_NO_ISOLATE: only 1 turns isolation off, and then with every
+ *    refusal of --no-isolate (no --jobs, no --timeout) and a banner that
+ *    says one worker; another value is a usage error, not a quiet switch;
+ *  - when no worker process can start (too few descriptors), the run does
+ *    not fall back to running kernels in its own process without --timeout:
+ *    every pair is an error saying why. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "test_util.h"
+
+#define FIVE SWADIFF_SOURCE_DIR "/tests/data/cli/five.json"
+
+TestSuite(hostile_env, .init = make_tmp, .fini = remove_tmp, .timeout = 120);
+
+static int swadiff(const char *prefix, const char *args)
+{
+    return sh("cd '%s' && %s '%s' run --device host %s '" FIVE "'", tmpdir, prefix, SWADIFF_BINARY, args);
+}
+
+Test(hostile_env, no_isolate_takes_1_only_and_keeps_its_refusals)
+{
+    int rc = swadiff("SWADIFF_NO_ISOLATE=false", "");
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "SWADIFF_NO_ISOLATE=false: expected 1"), "%s", out);
+    rc = swadiff("SWADIFF_NO_ISOLATE=yes", "--jobs 2");
+    cr_expect_eq(rc, 2, "%s", out);
+    rc = swadiff("SWADIFF_NO_ISOLATE=1", "--jobs 4");
+    cr_expect_eq(rc, 2, "in-process has one worker: %s", out);
+    cr_expect(strstr(out, "needs isolated workers"), "%s", out);
+    rc = swadiff("SWADIFF_NO_ISOLATE=1", "--timeout 5");
+    cr_expect_eq(rc, 2, "in-process cannot stop a pair: %s", out);
+    rc = swadiff("SWADIFF_NO_ISOLATE=1", "");
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "; 1 worker\n"), "the banner says where the kernels run: %s", out);
+    rc = swadiff("SWADIFF_NO_ISOLATE=0", "--jobs 2");
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "; 2 workers"), "%s", out);
+}
+
+Test(hostile_env, no_worker_means_errors_not_an_unguarded_run)
+{
+    /* 6 descriptors: enough to load the cases, too few for a worker's two
+     * pipes.  The fallback this replaces ran the kernels in this process and
+     * dropped --timeout */
+    /* the test runner's own descriptors are closed first (they count too) */
+    int rc = sh("cd '%s' && bash -c 'for fd in $(ls /proc/$$/fd); do [ $fd -gt 2 ] && eval \"exec $fd>&-\"; done; "
+                "ulimit -n 6 && exec %s run --device host --timeout 5 %s'", tmpdir, SWADIFF_BINARY, FIVE);
+    cr_expect_eq(rc, 3, "every pair an error: %s", out);
+    cr_expect(strstr(out, "no worker process could be started") && strstr(out, "ulimit -n"), "%s", out);
+    cr_expect(strstr(out, "0 passed, 0 failed, 5 errors"), "%s", out);
+}
