@@ -628,16 +628,20 @@ class Adapter:
                 "backends": [b.hello() for b in self.backends.values()]}
 
     def handle_run(self, msg: dict) -> dict:
-        """One run request -> exactly one reply; never raises (except SystemExit/KeyboardInterrupt)."""
+        """One run request -> exactly one reply, carrying the request's id; never raises
+        (except SystemExit/KeyboardInterrupt)."""
         try:
-            return self._run(msg)
+            reply = self._run(msg)
         except Unsupported as e:
-            return {"type": "unsupported", "reason": e.reason or "unsupported"}
+            reply = {"type": "unsupported", "reason": e.reason or "unsupported"}
         except Exception as e:  # noqa: BLE001 - any failure is an error result, and we keep serving
             sys.stderr.write(f"swadiff adapter {self.name}: run {msg.get('id')!r} backend "
                              f"{msg.get('backend')!r} failed:\n{traceback.format_exc()}")
             sys.stderr.flush()
-            return {"type": "error", "message": describe_exception(e)}
+            reply = {"type": "error", "message": describe_exception(e)}
+        if isinstance(msg.get("id"), str):
+            reply["id"] = msg["id"]
+        return reply
 
     def _run(self, msg: dict) -> dict:
         backend = self.backends.get(msg.get("backend"))

@@ -320,6 +320,10 @@ Test(external, adapter_output_of_wrong_shape) { bad_adapter("shape", "error", "e
 Test(external, adapter_output_of_wrong_dtype) { bad_adapter("dtype", "error", "is '<f4'", "", 3); }
 Test(external, adapter_output_nan_fails) { bad_adapter("nan", "failed", "Mismatched elements: 256 / 256", "", 1); }
 Test(external, adapter_reports_an_error) { bad_adapter("error", "error", "simulated: CUDA out of memory", "", 3); }
+/* one reply per request, and a reply's id must be its request's: a second
+ * reply or another request's id would shift every later answer by one */
+Test(external, adapter_that_answers_twice) { bad_adapter("twice", "error", "one reply per request", "", 3); }
+Test(external, adapter_reply_naming_another_request) { bad_adapter("wrong_id", "error", "its reply names request", "", 3); }
 Test(external, adapter_with_wrong_protocol_version) { bad_adapter("badhello", "error", "\"protocol\": 1", "", 3); }
 Test(external, adapter_declaring_impossible_tiles)
 {

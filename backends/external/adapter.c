@@ -672,6 +672,13 @@ static swa_status read_out(const ext_plan *p, const char *dir, const cJSON *repl
     return SWA_OK;
 }
 
+/* Bytes waiting on the reply pipe now: a reply nobody asked for. */
+static bool reply_pending(const adapter_proc *ap)
+{
+    struct pollfd pf = {ap->rep, POLLIN, 0};
+    return poll(&pf, 1, 0) > 0 && (pf.revents & POLLIN);
+}
+
 swa_status swa_adapter_run(ext_plan *p, const swa_out_args *o, bool write_lse, swa_error *err)
 {
     const ext_provider *prov = p->prov;
@@ -691,6 +698,12 @@ swa_status swa_adapter_run(ext_plan *p, const swa_out_args *o, bool write_lse, s
         return swa_error_set(err, SWA_ERR_IO, "%s: cannot make %s: %s", p->e->full_name, dir, strerror(errno));
     swa_status st = stage(p, dir, err);
     cJSON *reply = NULL;
+    /* one reply per request: a reply already waiting answers an earlier
+     * request, and read now it would shift every later answer by one */
+    if (st == SWA_OK && reply_pending(ap))
+        st = swa_error_set(err, SWA_ERR_INVALID, "adapter %s broke the protocol: a reply was waiting before request "
+                           "%s was sent (a second reply to an earlier request; one reply per request)", prov->name,
+                           p->c->id);
     if (st == SWA_OK) {
         cJSON *msg = cJSON_CreateObject();
         cJSON_AddStringToObject(msg, "type", "run");
@@ -703,6 +716,21 @@ swa_status swa_adapter_run(ext_plan *p, const swa_out_args *o, bool write_lse, s
     }
     if (st == SWA_OK && !(reply = recv_frame(ap, p->e->full_name, err)))
         st = err->status ? err->status : SWA_ERR_INVALID;
+    if (st == SWA_OK) { /* "id", when the reply has one, must be the request's */
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(reply, "id");
+        if (id && !(cJSON_IsString(id) && !strcmp(id->valuestring, p->c->id)))
+            st = swa_error_set(err, SWA_ERR_INVALID, "adapter %s broke the protocol: its reply names request %.200s%s%s "
+                               "while %s was asked", prov->name, cJSON_IsString(id) ? "\"" : "",
+                               cJSON_IsString(id) ? id->valuestring : "(not a string)", cJSON_IsString(id) ? "\"" : "",
+                               p->c->id);
+        else if (reply_pending(ap))
+            st = swa_error_set(err, SWA_ERR_INVALID, "adapter %s broke the protocol: a second reply followed its answer "
+                               "to %s (one reply per request)", prov->name, p->c->id);
+        if (st != SWA_OK) {
+            cJSON_Delete(reply);
+            reply = NULL;
+        }
+    }
     if (st != SWA_OK) {
         remove_tree(dir);
         stop(ap, true); /* a fresh adapter for the next pair; keep the log */

@@ -11,6 +11,8 @@ registered), then on every run request:
   dtype      answers with a float32 output for an fp16 case
   nan        answers with NaN everywhere (right shape and dtype)
   error      answers {"type": "error"} with a message
+  twice      answers twice (two error replies in one write)
+  wrong_id   answers with the "id" of another request
   badhello   (answers the handshake with protocol 2)
   badtiles [JSON]  (declares the tile shape JSON, by default one with a KV-tile
              width of 0, in the handshake)
@@ -81,6 +83,14 @@ while True:
         continue
     if mode == "error":
         write_frame({"type": "error", "message": "simulated: CUDA out of memory"})
+        continue
+    if mode == "twice":
+        one = json.dumps({"type": "error", "message": "answer 1 to " + msg["id"]}).encode()
+        two = json.dumps({"type": "error", "message": "answer 2 to " + msg["id"]}).encode()
+        wr.write(b"%d\n" % len(one) + one + b"%d\n" % len(two) + two)
+        continue
+    if mode == "wrong_id":
+        write_frame({"type": "error", "message": "simulated", "id": "other/" + msg["id"]})
         continue
     if mode == "shape":
         write_npy(d + "/out.npy", "<f2", [p["total_qo"], p["num_qo_heads"]], b"\0\0" * (n // p["head_dim"]))
