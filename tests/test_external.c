@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -322,6 +323,26 @@ Test(external, adapter_output_nan_fails) { bad_adapter("nan", "failed", "Mismatc
 Test(external, adapter_reports_an_error) { bad_adapter("error", "error", "simulated: CUDA out of memory", "", 3); }
 /* one reply per request, and a reply's id must be its request's: a second
  * reply or another request's id would shift every later answer by one */
+Test(external, a_hung_adapter_dies_with_its_worker)
+{
+    /* --timeout kills the worker; the adapter (started as `exec COMMAND`,
+     * so it holds the parent-death signal itself, not a shell above it)
+     * must go with it instead of living on, hung */
+    char marker[64], args[1024];
+    snprintf(marker, sizeof marker, "orphan-check-%d", (int)getpid());
+    snprintf(args, sizeof args, "run --device host --adapter 'bad=%s hang %s' --adapter-timeout 100 --timeout 1 "
+             "--backend 'bad:*' %s", MISBEHAVE, marker, FIVE);
+    int rc = swadiff(NULL, args);
+    cr_expect_eq(rc, 3, "%s", out);
+    char check[256];
+    /* [o]: the pattern does not match the shell running pgrep */
+    snprintf(check, sizeof check, "sleep 1; pgrep -af '[o]%s' || echo none", marker + 1);
+    sh("%s", check);
+    cr_expect(strstr(out, "none"), "adapter processes left running: %s", out);
+    snprintf(check, sizeof check, "pkill -f '[o]%s'", marker + 1);
+    sh("%s", check);
+}
+
 Test(external, adapter_that_answers_twice) { bad_adapter("twice", "error", "one reply per request", "", 3); }
 Test(external, adapter_reply_naming_another_request) { bad_adapter("wrong_id", "error", "its reply names request", "", 3); }
 Test(external, adapter_with_wrong_protocol_version) { bad_adapter("badhello", "error", "\"protocol\": 1", "", 3); }

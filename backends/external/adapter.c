@@ -363,7 +363,15 @@ static swa_status start(adapter_proc *ap, const ext_provider *prov, swa_error *e
             setenv("PYTHONPATH", pythonpath, 1);
             setenv("SWADIFF_ADAPTER_DIR", helper, 1);
         }
-        execl("/bin/sh", "sh", "-c", prov->location, (char *)NULL);
+        /* a simple command runs as `exec COMMAND`: the adapter itself, not a
+         * shell above it, then holds the parent-death signal set above (it
+         * survives exec), so a worker killed by --timeout or a signal takes
+         * a hung adapter with it.  A compound command (pipes, lists,
+         * redirections) keeps its shell: write `exec` into it yourself. */
+        char simple[sizeof prov->location + 8];
+        bool compound = strpbrk(prov->location, ";&|\n`()<>") != NULL || !strncmp(prov->location, "exec ", 5);
+        snprintf(simple, sizeof simple, "%s%s", compound ? "" : "exec ", prov->location);
+        execl("/bin/sh", "sh", "-c", simple, (char *)NULL);
         fprintf(stderr, "swadiff: cannot run /bin/sh: %s\n", strerror(errno));
         _exit(127);
     }
