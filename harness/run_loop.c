@@ -222,6 +222,8 @@ static void worker_main(const swa_run_config *cfg, const swa_case_list *all, con
         msg_header idle = {MSG_IDLE, cmd.sel, 0, 0};
         write_all(fd, &idle, sizeof idle);
     }
+    /* the worker's adapters leave with it, and their scratch folders too */
+    swa_external_stop_adapters();
 #ifdef SWADIFF_COVERAGE
     /* the coverage build (ci/coverage.sh): _exit skips gcov's exit handler,
      * so a worker writes its counters first */
@@ -706,10 +708,12 @@ int swa_run_selected(const swa_run_config *cfg, const swa_case_list *all, const 
     struct sigaction ign = {0};
     ign.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &ign, &old_pipe);
-    if (cfg->no_isolate) /* --no-isolate or SWADIFF_NO_ISOLATE=1 (cli_run.c) */
+    if (cfg->no_isolate) { /* --no-isolate or SWADIFF_NO_ISOLATE=1 (cli_run.c) */
         run_in_process(&ls);
-    else
+        swa_external_stop_adapters();
+    } else {
         run_isolated(&ls);
+    }
     int sig = stop_signal;
     free(ls.first_pair);
     /* results arrive in any order from N workers: list them in pair order */

@@ -343,6 +343,34 @@ Test(external, a_hung_adapter_dies_with_its_worker)
     sh("%s", check);
 }
 
+Test(external, adapter_scratch_is_removed_and_its_log_capped)
+{
+    /* a passing run leaves no scratch folder under TMPDIR */
+    char args[1024];
+    snprintf(args, sizeof args, "run --device host --adapter numpy_exact --backend 'numpy_exact:exact' %s", FIVE);
+    char env[400];
+    snprintf(env, sizeof env, PY "TMPDIR='%s' ", tmpdir);
+    int rc = swadiff(env, args);
+    cr_expect_eq(rc, 0, "%s", out);
+    sh("ls -d '%s'/swadiff-adapter-* 2>/dev/null | wc -l", tmpdir);
+    cr_expect_eq(atoi(out), 0, "scratch folders left after a passing run: %s", out);
+    /* 3 MB of stderr per request, a crash at the fifth: the log kept for the
+     * crash is cut (8 MiB cap, the last 1 MiB kept) and says so */
+    snprintf(args, sizeof args, "run --device host --jobs 1 --adapter 'bad=%s chatty' --backend 'bad:*' %s",
+             MISBEHAVE, FIVE);
+    snprintf(env, sizeof env, PY "TMPDIR='%s' ", tmpdir);
+    rc = swadiff(env, args);
+    cr_expect_eq(rc, 3, "%s", out);
+    sh("ls -d '%s'/swadiff-adapter-* | wc -l; du -cb '%s'/swadiff-adapter-*/adapter.log | tail -1; "
+       "cat '%s'/swadiff-adapter-*/adapter.log | grep -c 'earlier bytes of this log dropped'", tmpdir, tmpdir, tmpdir);
+    int dirs = 0;
+    long bytes = 0, marks = 0;
+    cr_assert_eq(sscanf(out, "%d %ld total %ld", &dirs, &bytes, &marks), 3, "%s", out);
+    cr_expect_eq(dirs, 1, "one folder, the crash's: %s", out);
+    cr_expect_lt(bytes, 8L << 20, "the log is capped: %ld bytes", bytes);
+    cr_expect_geq(marks, 1, "the cut is said in the log: %s", out);
+}
+
 Test(external, adapter_that_answers_twice) { bad_adapter("twice", "error", "one reply per request", "", 3); }
 Test(external, adapter_reply_naming_another_request) { bad_adapter("wrong_id", "error", "its reply names request", "", 3); }
 Test(external, adapter_with_wrong_protocol_version) { bad_adapter("badhello", "error", "\"protocol\": 1", "", 3); }

@@ -40,6 +40,7 @@ typedef struct adapter_proc {
     pid_t owner;              /* the process that started it (a forked worker starts its own) */
     int req, rep;             /* our ends: write requests, read replies */
     char scratch[512];
+    char kept[512];           /* the last scratch folder kept for its log (an adapter that failed) */
     char log[600];
     unsigned long runs;
 } adapter_proc;
@@ -122,8 +123,15 @@ static void stop(adapter_proc *ap, bool keep_scratch)
             }
             usleep(10000);
         }
-        if (!keep_scratch)
+        if (!keep_scratch) {
             remove_tree(ap->scratch);
+        } else {
+            /* the log of the latest failure stays (its errors cite it); an
+             * adapter restarted after every pair does not leave one per pair */
+            if (ap->kept[0] && strcmp(ap->kept, ap->scratch))
+                remove_tree(ap->kept);
+            snprintf(ap->kept, sizeof ap->kept, "%s", ap->scratch);
+        }
     }
     ap->pid = 0;
 }
@@ -680,6 +688,35 @@ static swa_status read_out(const ext_plan *p, const char *dir, const cJSON *repl
     return SWA_OK;
 }
 
+/* adapter.log is the adapter's stderr, appended to (O_APPEND).  Past
+ * LOG_MAX bytes it is cut to its last LOG_KEEP bytes, after a line that says
+ * so, between requests (the adapter is idle then): a chatty adapter cannot
+ * fill TMPDIR. */
+#define LOG_MAX (8L << 20)
+#define LOG_KEEP (1L << 20)
+static void cap_log(const adapter_proc *ap)
+{
+    struct stat st;
+    if (stat(ap->log, &st) != 0 || st.st_size <= LOG_MAX)
+        return;
+    FILE *f = fopen(ap->log, "r+b");
+    char *tail = malloc(LOG_KEEP);
+    if (!f || !tail || fseek(f, -LOG_KEEP, SEEK_END) != 0) {
+        if (f)
+            fclose(f);
+        free(tail);
+        return;
+    }
+    size_t got = fread(tail, 1, LOG_KEEP, f);
+    if (ftruncate(fileno(f), 0) == 0 && fseek(f, 0, SEEK_SET) == 0) {
+        fprintf(f, "[swadiff: %lld earlier bytes of this log dropped; the last %zu follow]\n",
+                (long long)st.st_size - (long long)got, got);
+        fwrite(tail, 1, got, f);
+    }
+    fclose(f);
+    free(tail);
+}
+
 /* Bytes waiting on the reply pipe now: a reply nobody asked for. */
 static bool reply_pending(const adapter_proc *ap)
 {
@@ -744,6 +781,7 @@ swa_status swa_adapter_run(ext_plan *p, const swa_out_args *o, bool write_lse, s
         stop(ap, true); /* a fresh adapter for the next pair; keep the log */
         return st;
     }
+    cap_log(ap);
     const char *type = msg_type(reply);
     if (!strcmp(type, "result")) {
         bool ok = true;

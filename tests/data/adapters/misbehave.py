@@ -13,6 +13,7 @@ registered), then on every run request:
   error      answers {"type": "error"} with a message
   twice      answers twice (two error replies in one write)
   wrong_id   answers with the "id" of another request
+  chatty     writes 3 MB to stderr and answers an error, and exits 3 at its 5th request
   badhello   (answers the handshake with protocol 2)
   badtiles [JSON]  (declares the tile shape JSON, by default one with a KV-tile
              width of 0, in the handshake)
@@ -83,6 +84,15 @@ while True:
         continue
     if mode == "error":
         write_frame({"type": "error", "message": "simulated: CUDA out of memory"})
+        continue
+    if mode == "chatty":
+        runs = globals().get("runs", 0) + 1
+        globals()["runs"] = runs
+        sys.stderr.write(("misbehave: chatter %d " % runs) + "x" * (3 << 20) + "\n")
+        sys.stderr.flush()
+        if runs == 5:
+            sys.exit(3)
+        write_frame({"type": "error", "message": "simulated chatter"})
         continue
     if mode == "twice":
         one = json.dumps({"type": "error", "message": "answer 1 to " + msg["id"]}).encode()
