@@ -209,6 +209,16 @@ int swa_cli_parse_shard(const char *s, int *index, int *count)
     return 0;
 }
 
+int swa_cli_parse_seconds(const char *s, double *out)
+{
+    char *end;
+    double t = strtod(s, &end);
+    if (end == s || *end || !(t > 0) || !(t <= SWA_SECONDS_MAX))
+        return -1;
+    *out = t;
+    return 0;
+}
+
 int swa_cli_parse_repeat(const char *s, int *count)
 {
     long v = 0;

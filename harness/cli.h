@@ -51,6 +51,11 @@ void swa_cli_environment(swa_environment *env, const swa_device_ops *dev, int ar
 /* Parses a run count: decimal digits only, 1 <= N <= SWA_REPEAT_MAX.
  * Returns 0 or -1 (a sign, a space, a suffix, 0 or too many). */
 int swa_cli_parse_repeat(const char *s, int *count);
+/* Parses a duration in seconds (--timeout, --adapter-timeout): a number
+ * with 0 < t <= SWA_SECONDS_MAX.  Returns 0 or -1 (not a number, 0 or less,
+ * inf, NaN, past the limit: later arithmetic in milliseconds would overflow). */
+#define SWA_SECONDS_MAX 1e6 /* about 11.6 days */
+int swa_cli_parse_seconds(const char *s, double *out);
 /* Fills what `run` selected (report 1.4): the shard, the case paths, the
  * digests of the case files loaded and of the ids the filters keep (before
  * the shard takes its part), --backend, the external backends that run,

@@ -55,13 +55,11 @@ typedef struct one_case_opts {
 
 static int parse_seconds(const char *cmd, const char *opt, const char *arg, double *out)
 {
-    char *end;
-    double t = strtod(arg, &end);
-    if (end == arg || *end || !(t > 0) || !(t < 1e9)) {
-        fprintf(stderr, "swadiff %s: %s %s: expected a positive number of seconds\n", cmd, opt, arg);
+    if (swa_cli_parse_seconds(arg, out) != 0) {
+        fprintf(stderr, "swadiff %s: %s %s: expected a positive number of seconds, at most %.0f\n", cmd, opt, arg,
+                SWA_SECONDS_MAX);
         return SWA_EXIT_USAGE;
     }
-    *out = t;
     return 0;
 }
 

@@ -171,10 +171,10 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
             break;
         }
         case 'W': {
-            char *end;
-            double t = strtod(optarg, &end);
-            if (end == optarg || *end || !(t > 0)) {
-                fprintf(stderr, "swadiff run: --adapter-timeout %s: expected a positive number of seconds\n", optarg);
+            double t;
+            if (swa_cli_parse_seconds(optarg, &t) != 0) {
+                fprintf(stderr, "swadiff run: --adapter-timeout %s: expected a positive number of seconds, at most "
+                        "%.0f\n", optarg, SWA_SECONDS_MAX);
                 return SWA_EXIT_USAGE;
             }
             swa_external_set_reply_timeout(t);
@@ -218,10 +218,9 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
             break;
         case 'D': dump_dir = optarg; break;
         case 'T': {
-            char *end;
-            timeout = strtod(optarg, &end);
-            if (end == optarg || *end || !(timeout > 0)) {
-                fprintf(stderr, "swadiff run: --timeout %s: expected a positive number of seconds\n", optarg);
+            if (swa_cli_parse_seconds(optarg, &timeout) != 0) {
+                fprintf(stderr, "swadiff run: --timeout %s: expected a positive number of seconds, at most %.0f\n",
+                        optarg, SWA_SECONDS_MAX);
                 return SWA_EXIT_USAGE;
             }
             break;

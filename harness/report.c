@@ -11,8 +11,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
@@ -350,4 +352,41 @@ swa_status swa_report_close(swa_report *rep, int exitcode, swa_error *err)
     swa_run_results_free(&rep->rr);
     free(rep);
     return st;
+}
+
+/* One run (or merge) per report folder: an exclusive lock on
+ * DIR/.swadiff.lock, holding the holder's pid and command line for the
+ * message.  what names the option ("--report", "merge") in errors. */
+int swa_report_lock_dir(const char *dir, const char *what, const swa_environment *env)
+{
+    char path[SWA_PATH_MAX + 32];
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "swadiff: %s %s: cannot create the folder: %s\n", what, dir, strerror(errno));
+        return -2;
+    }
+    snprintf(path, sizeof path, "%s/.swadiff.lock", dir);
+    swa_error err = {0};
+    int fd = swa_report_open_file(path, O_RDWR | O_CREAT, &err);
+    if (fd < 0) {
+        fprintf(stderr, "swadiff: %s %s: %s\n", what, dir, err.message);
+        return -2;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char holder[600] = "";
+        ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
+        holder[n > 0 ? n : 0] = '\0';
+        char *nl = strchr(holder, '\n');
+        if (nl && nl[1] == '\0')
+            *nl = '\0';
+        fprintf(stderr, "swadiff: %s %s: another swadiff run or merge writes this folder (%s); give each "
+                        "its own folder\n", what, dir, holder[0] ? holder : "holder unknown");
+        close(fd);
+        return -1;
+    }
+    if (ftruncate(fd, 0) == 0) {
+        char text[1200];
+        int len = snprintf(text, sizeof text, "pid %d: %s\n", (int)getpid(), env->command_line);
+        (void)!pwrite(fd, text, (size_t)(len < (int)sizeof text ? len : (int)sizeof text - 1), 0);
+    }
+    return fd; /* held until the process exits */
 }

@@ -122,6 +122,10 @@ int swa_report_write_junit(const swa_run_results *rr, FILE *f);
  * point anywhere: a victim file, another run's folder).  Returns the fd, or
  * -1 with err naming the file (a link: "is a symbolic link"). */
 int swa_report_open_file(const char *path, int flags, swa_error *err);
+/* Takes DIR/.swadiff.lock (creating DIR) for this process: the fd (held
+ * until exit), -1 when another run or merge holds it, -2 when it cannot be
+ * made; the message is printed, naming `what` (--report, merge). */
+int swa_report_lock_dir(const char *dir, const char *what, const swa_environment *env);
 
 /* Writes a file atomically (report.c): write(f, ctx) into "path.tmp.<pid>", fsync,
  * rename over path.  The callback returns 0 or -1. */

@@ -272,6 +272,13 @@ int swa_merge_main(int argc, char **argv)
     const char *out_dir = argv[optind];
     char **inputs = argv + optind + 1;
     const int nshards = argc - optind - 1;
+    /* the folder's lock, as a run takes it: a merge never writes into a
+     * folder a live run (or another merge) is writing */
+    static swa_environment lock_env;
+    snprintf(lock_env.command_line, sizeof lock_env.command_line, "swadiff merge %s (%d inputs)", out_dir, nshards);
+    int lock_fd = swa_report_lock_dir(out_dir, "merge", &lock_env);
+    if (lock_fd < 0)
+        return SWA_EXIT_USAGE;
     swa_run_results merged = {0};
     shard_info *shards = calloc((size_t)nshards, sizeof *shards);
     key_set keys = {NULL, 0};

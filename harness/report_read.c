@@ -590,8 +590,12 @@ static swa_status read_environment(const cJSON *root, const char *where, swa_run
             len += n > 0 ? (size_t)n : 0;
         }
     const cJSON *created = cJSON_GetObjectItemCaseSensitive(root, "created_unix");
-    if (cJSON_IsNumber(created))
-        rr->started = created->valuedouble;
+    if (cJSON_IsNumber(created)) { /* seconds since 1970, up to the year 9999 */
+        if (!(created->valuedouble >= 0 && created->valuedouble <= 253402300799.0))
+            type_error(&rd, "created_unix", "seconds since 1970 (0 to 253402300799, the end of year 9999)");
+        else
+            rr->started = created->valuedouble;
+    }
     /* a report written while its run went on, or left by a killed run, says
      * so: reading it back must not make it complete (merge would print a
      * green report for a broken shard) */
@@ -727,6 +731,18 @@ swa_status swa_report_read(const char *path, swa_run_results *rr, swa_error *err
         }
     }
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(first, "cases");
+    const cJSON *xcode = cJSON_GetObjectItemCaseSensitive(first, "exitcode");
+    if (cases && xcode) { /* only the codes swadiff exits with (docs/spec.md) */
+        double v = cJSON_IsNumber(xcode) ? xcode->valuedouble : -1;
+        if (!(v == 0 || v == 1 || v == 2 || v == 3 || v == 5 || v == 77)) {
+            st = swa_error_set(err, SWA_ERR_INVALID, "%s: \"exitcode\": expected one of 0, 1, 2, 3, 5, 77 (the codes "
+                               "swadiff exits with), got %s", path, cJSON_IsNumber(xcode) ? "" : "a non-number");
+            if (cJSON_IsNumber(xcode))
+                snprintf(err->message + strlen(err->message), sizeof err->message - strlen(err->message), "%g", v);
+            cJSON_Delete(first);
+            goto done;
+        }
+    }
     if (cases) { /* report.json */
         if (!cJSON_IsArray(cases)) {
             st = swa_error_set(err, SWA_ERR_INVALID, "%s: \"cases\": expected an array", path);

@@ -15,9 +15,18 @@
 
 void swa_report_iso8601(double t, char *buf, size_t n)
 {
+    /* a time outside 1970..9999 cannot come from a run: no undefined
+     * double -> time_t conversion, no out-of-range struct tm */
+    if (!(t >= 0 && t <= 253402300799.0)) {
+        snprintf(buf, n, "(not a time: %g)", t);
+        return;
+    }
     time_t s = (time_t)t;
     struct tm tm;
-    gmtime_r(&s, &tm);
+    if (!gmtime_r(&s, &tm)) {
+        snprintf(buf, n, "(not a time: %g)", t);
+        return;
+    }
     strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 

@@ -541,7 +541,7 @@ static void run_isolated(loop_state *ls)
                 nfd++;
                 if (ws[i].in_flight && ls->cfg->timeout > 0) {
                     double left = ws[i].deadline - swa_now();
-                    int ms = left <= 0 ? 0 : (int)(left * 1000) + 1;
+                    int ms = left <= 0 ? 0 : left > 3600 ? 3600000 : (int)(left * 1000) + 1; /* poll again later */
                     if (wait_ms < 0 || ms < wait_ms)
                         wait_ms = ms;
                 }
@@ -611,42 +611,6 @@ static void run_isolated(loop_state *ls)
     free(pfd);
 }
 
-/* One run per report folder: an exclusive lock on DIR/.swadiff.lock,
- * holding the holder's pid and command line for the message. */
-static int lock_report_dir(const char *dir, const swa_environment *env)
-{
-    char path[SWA_PATH_MAX + 32];
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "swadiff: --report %s: cannot create the folder: %s\n", dir, strerror(errno));
-        return -2;
-    }
-    snprintf(path, sizeof path, "%s/.swadiff.lock", dir);
-    swa_error err = {0};
-    int fd = swa_report_open_file(path, O_RDWR | O_CREAT, &err);
-    if (fd < 0) {
-        fprintf(stderr, "swadiff: --report %s: %s\n", dir, err.message);
-        return -2;
-    }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        char holder[600] = "";
-        ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
-        holder[n > 0 ? n : 0] = '\0';
-        char *nl = strchr(holder, '\n');
-        if (nl && nl[1] == '\0')
-            *nl = '\0';
-        fprintf(stderr, "swadiff: --report %s: another swadiff run writes this folder (%s); give each run "
-                        "its own --report folder\n", dir, holder[0] ? holder : "holder unknown");
-        close(fd);
-        return -1;
-    }
-    if (ftruncate(fd, 0) == 0) {
-        char text[1200];
-        int len = snprintf(text, sizeof text, "pid %d: %s\n", (int)getpid(), env->command_line);
-        (void)!pwrite(fd, text, (size_t)(len < (int)sizeof text ? len : (int)sizeof text - 1), 0);
-    }
-    return fd; /* held until the process exits */
-}
-
 int swa_run_selected(const swa_run_config *cfg, const swa_case_list *all, const int *selected, int nsel,
                      const char *report_dir, swa_run_results *rr)
 {
@@ -674,7 +638,7 @@ int swa_run_selected(const swa_run_config *cfg, const swa_case_list *all, const 
     swa_controls_run(cfg, all, selected, nsel, has_plugin, has_adapter, rr);
     int lock_fd = -1;
     if (report_dir) {
-        lock_fd = lock_report_dir(report_dir, &rr->env);
+        lock_fd = swa_report_lock_dir(report_dir, "--report", &rr->env);
         if (lock_fd < 0) {
             free(ls.first_pair);
             return SWA_EXIT_USAGE;

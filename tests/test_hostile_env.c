@@ -52,3 +52,50 @@ Test(hostile_env, no_worker_means_errors_not_an_unguarded_run)
     cr_expect(strstr(out, "no worker process could be started") && strstr(out, "ulimit -n"), "%s", out);
     cr_expect(strstr(out, "0 passed, 0 failed, 5 errors"), "%s", out);
 }
+
+Test(hostile_env, durations_past_a_million_seconds_are_refused)
+{
+    /* 3e6 s of --timeout, or inf, overflowed the milliseconds a poll takes */
+    static const char *const bad[] = {"--timeout 3e6", "--timeout inf", "--timeout nan", "--adapter-timeout 1e10",
+                                      "--adapter-timeout inf", "--timeout -1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = swadiff("", bad[i]);
+        cr_expect_eq(rc, 2, "%s: %s", bad[i], out);
+        cr_expect(strstr(out, "at most 1000000"), "%s says the limit: %s", bad[i], out);
+    }
+    int rc = swadiff("", "--timeout 1e6");
+    cr_expect_eq(rc, 0, "the limit itself is fine: %s", out);
+}
+
+/* A report of five.json in tmpdir/a, then key=value set in its report.json. */
+static void report_with(const char *key, const char *value)
+{
+    int rc = sh("cd '%s' && '%s' run --device host --report a '" FIVE "' && /usr/bin/python3 -c \"import json; "
+                "p='a/report.json'; r=json.load(open(p)); r['%s']=%s; json.dump(r, open(p, 'w'))\"", tmpdir,
+                SWADIFF_BINARY, key, value);
+    cr_assert_eq(rc, 0, "%s", out);
+}
+
+Test(hostile_env, merge_refuses_impossible_exit_codes_and_times)
+{
+    report_with("exitcode", "256");
+    int rc = sh("cd '%s' && '%s' merge m a/report.json", tmpdir, SWADIFF_BINARY);
+    cr_expect_neq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "\"exitcode\": expected one of 0, 1, 2, 3, 5, 77") && strstr(out, "256"), "%s", out);
+    report_with("created_unix", "1e300");
+    rc = sh("cd '%s' && '%s' merge m2 a/report.json", tmpdir, SWADIFF_BINARY);
+    cr_expect_neq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "created_unix"), "%s", out);
+}
+
+Test(hostile_env, merge_does_not_write_into_a_folder_a_run_holds)
+{
+    report_with("duration", "1");
+    /* hold the folder's lock as a live run does */
+    int rc = sh("cd '%s' && mkdir -p live && (flock live/.swadiff.lock sleep 3 &) && sleep 0.5 && '%s' merge live "
+                "a/report.json", tmpdir, SWADIFF_BINARY);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "another swadiff run or merge writes this folder"), "%s", out);
+    sh("ls '%s/live'", tmpdir);
+    cr_expect(!strstr(out, "report.json"), "nothing written: %s", out);
+}

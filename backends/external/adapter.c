@@ -171,7 +171,7 @@ static int read_exact(int fd, char *buf, size_t n, double deadline)
         if (left <= 0)
             return -2;
         struct pollfd p = {fd, POLLIN, 0};
-        int r = poll(&p, 1, (int)(left * 1000) + 1);
+        int r = poll(&p, 1, left > 3600 ? 3600000 : (int)(left * 1000) + 1); /* no int overflow: poll again */
         if (r < 0 && errno == EINTR)
             continue;
         if (r == 0)
