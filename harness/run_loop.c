@@ -53,6 +53,11 @@ typedef struct msg_header {
 /* The backends a case runs: the built-in ones it names, in registry order,
  * then every registered external backend; both filtered by --backend. */
 #define MAX_CASE_BACKENDS (SWA_BACKEND_COUNT + SWA_EXTERNAL_MAX)
+/* A worker's own exit after a sticky device error (a kernel fault that
+ * poisons the context): a status no plug-in is likely to exit with, so a
+ * plug-in's exit(4) reads as what it is. */
+#define SWA_WORKER_EXIT_DEVICE 213
+
 static int case_backends(const swa_run_config *cfg, const swa_case *c, const swa_backend **out)
 {
     int n, k = 0;
@@ -200,7 +205,7 @@ static void worker_main(const swa_run_config *cfg, const swa_case_list *all, con
                 write_all(fd, &h, sizeof h);
                 write_all(fd, &err, sizeof err);
                 if (err.status == SWA_ERR_DEVICE)
-                    _exit(4);
+                    _exit(SWA_WORKER_EXIT_DEVICE);
             } else {
                 for (int bi = first; bi < nb; bi++) {
                     msg_header st = {MSG_START, s, bi, 0};
@@ -212,7 +217,7 @@ static void worker_main(const swa_run_config *cfg, const swa_case_list *all, con
                     swa_compare_result_free(&r.cmp);
                     if (device_fault) {
                         swa_case_ctx_free(&ctx);
-                        _exit(4);
+                        _exit(SWA_WORKER_EXIT_DEVICE);
                     }
                 }
                 swa_case_ctx_free(&ctx);
@@ -326,8 +331,11 @@ static void describe_exit(int status, char *buf, size_t n)
 {
     if (WIFSIGNALED(status))
         snprintf(buf, n, "the worker process died with signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
-    else if (WIFEXITED(status) && WEXITSTATUS(status) == 4)
+    else if (WIFEXITED(status) && WEXITSTATUS(status) == SWA_WORKER_EXIT_DEVICE)
         snprintf(buf, n, "device error: the worker restarted after a sticky device error");
+    else if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        snprintf(buf, n, "the worker process exited (status 0) before sending this result: code in it (a "
+                 "plug-in's) closed swadiff's descriptors or ended the process");
     else
         snprintf(buf, n, "the worker process exited with status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
@@ -565,6 +573,22 @@ static void run_isolated(loop_state *ls)
             if (!gone)
                 continue;
             int status = 0;
+            /* the result pipe ended: give the worker a moment to exit by
+             * itself, so that its own status is reported, not our kill */
+            bool still_running = false;
+            if (!timed_out) {
+                double until = swa_now() + 1.0;
+                pid_t r;
+                while ((r = waitpid(w->pid, &status, WNOHANG)) == 0 && swa_now() < until)
+                    usleep(5000);
+                if (r == w->pid) {
+                    close(w->cmd_fd);
+                    close(w->res_fd);
+                    w->pid = 0;
+                } else {
+                    still_running = true;
+                }
+            }
             stop_worker(w, true, &status);
             if (w->in_flight) {
                 char msg[256];
@@ -572,6 +596,9 @@ static void run_isolated(loop_state *ls)
                     snprintf(msg, sizeof msg, "timeout: no result within %.3g s (--timeout%s); the worker was killed",
                              ls->cfg->timeout * (ls->cfg->repeat > 1 ? ls->cfg->repeat : 1),
                              ls->cfg->repeat > 1 ? " times --repeat" : "");
+                else if (still_running)
+                    snprintf(msg, sizeof msg, "the worker's result pipe closed while it still ran (code in the "
+                             "worker, a plug-in's, closed or broke swadiff's descriptors); swadiff killed it");
                 else
                     describe_exit(status, msg, sizeof msg);
                 record_error(ls, w->cur_sel, w->cur_b, msg);

@@ -163,3 +163,43 @@ Test(hostile_plugins, an_adapter_backend_name_with_an_escape_is_refused_escaped)
     cr_assert(strstr(out, "backends[0]: \"name\" \"x\\x1b]0\" has a character other than"), "%s", out);
     cr_assert(!strchr(out, '\033'), "an escape reached the terminal:\n%s", out);
 }
+
+/* A plug-in that closes swadiff's descriptors, or exit(4)s, costs its own
+ * results, each reported as what happened: not "signal 9 (Killed)" (the
+ * harness's own kill, which reads as the OOM killer), not a device error on
+ * the host; decode_fa2 beside it passes. */
+Test(hostile_plugins, descriptor_closing_and_exit_4_are_reported_as_such)
+{
+    int closer = 0, exits = 0, fa2 = 0;
+    for (int k = 0; k < 2; k++) { /* one run per backend: each ends the worker its own way */
+        int rc = sh("%s run --device host -q --plugin %s/libcloser.so --backend decode_fa2 --backend 'closer:%s' "
+                    "--report %s/rep%d %s/tests/data/cli/five.json", SWADIFF_BINARY, SWADIFF_PLUGIN_DIR,
+                    k ? "exit4" : "close_fds", tmpdir, k, SWADIFF_SOURCE_DIR);
+        cr_expect_eq(rc, 3, "%s", out);
+        char path[400];
+        snprintf(path, sizeof path, "%s/rep%d/report.json", tmpdir, k);
+        cJSON *report = read_json_file(path);
+        const cJSON *r;
+        cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(report, "cases"))
+        {
+            const char *backend = cJSON_GetObjectItemCaseSensitive(r, "backend")->valuestring;
+            const char *outcome = cJSON_GetObjectItemCaseSensitive(r, "outcome")->valuestring;
+            const cJSON *m = cJSON_GetObjectItemCaseSensitive(r, "message");
+            const char *message = cJSON_IsString(m) ? m->valuestring : "";
+            if (!strcmp(backend, "decode_fa2")) {
+                fa2 += !strcmp(outcome, "passed");
+                continue;
+            }
+            cr_expect_str_eq(outcome, "error", "%s: %s", backend, message);
+            cr_expect(!strstr(message, "signal 9") && !strstr(message, "device error"), "%s: %s", backend, message);
+            if (!strcmp(backend, "closer:close_fds"))
+                closer += strstr(message, "result pipe closed") || strstr(message, "closed swadiff's descriptors");
+            else
+                exits += strstr(message, "exited with status 4") != NULL;
+        }
+        cJSON_Delete(report);
+    }
+    cr_expect_eq(closer, 5, "each close_fds result says the descriptors were closed");
+    cr_expect_eq(exits, 5, "each exit4 result says status 4");
+    cr_expect_eq(fa2, 10);
+}
