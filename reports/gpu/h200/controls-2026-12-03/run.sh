@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The marshalling controls and the hostile-environment fixes on the H200
-# (2026-12-03). From the checkout root, with carry/gpu/bundle.tgz
-# (SWADIFF_CUDA_ARCHITECTURES=90a-real ci/pack-gpu.sh): OUT=DIR run.sh
+# (2026-12-03). From the checkout root, with carry/gpu/bundle.tar.xz
+# (ci/pack-bundle.sh carry/gpu/bundle.tar.xz build-gpu/swadiff build-gpu/tests/gpu_test_plugins -- build-gpu/plugins/*.so,
+# from a 90a-real build): OUT=DIR run.sh
 #   library            the shipped cases on CUDA, 16 workers
 #   plugin_cuda        the example CUDA plug-in (device memory) over the library:
 #                      the controls must say sound, exact pass, window_short fail
@@ -12,7 +13,7 @@
 set -uo pipefail
 root=$PWD; out=${OUT:?set OUT}; sw=/tmp/sw; res=$out/res
 mkdir -p "$sw" "$res"
-tar xzf carry/gpu/bundle.tgz -C "$sw"; export LD_LIBRARY_PATH=$sw
+tar xJf carry/gpu/bundle.tar.xz -C "$sw"; export LD_LIBRARY_PATH=$sw
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$res/log.txt"; }
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; "$sw/swadiff" --version | head -1; } > "$res/env.txt"
