@@ -27,12 +27,12 @@ run() {  # NAME SECONDS COMMAND...
   rm -f "$res/$name/report.html" "$res/$name/results.jsonl"; xz -T0 "$res/$name/report.json"
 }
 plugin=$sw/plugins/libswadiff_cuda_example.so
-run library 150 "$sw/swadiff" run --device cuda --jobs 16 cases
-run plugin_cuda 150 "$sw/swadiff" run --device cuda --jobs 16 --plugin "$plugin" --backend 'cuda_example:*' cases
-SWADIFF_TEST_MARSHAL_FAULT=window_as_key_count run plugin_cuda_fault 60 "$sw/swadiff" run --device cuda --jobs 16 \
+run library 110 "$sw/swadiff" run --device cuda --jobs 16 cases
+run plugin_cuda 110 "$sw/swadiff" run --device cuda --jobs 16 --plugin "$plugin" --backend 'cuda_example:*' cases
+SWADIFF_TEST_MARSHAL_FAULT=window_as_key_count run plugin_cuda_fault 45 "$sw/swadiff" run --device cuda --jobs 16 \
   --plugin "$plugin" --backend 'cuda_example:window_short' cases/seed000_paged_prefill.json cases/poison.json
-stamp "gpu_test_plugins (at most 150 s)"
-SWADIFF_BINARY=$sw/swadiff SWADIFF_SOURCE_DIR=$root SWADIFF_PLUGIN_DIR=$sw/plugins timeout 150 \
+stamp "gpu_test_plugins (at most 120 s)"
+SWADIFF_BINARY=$sw/swadiff SWADIFF_SOURCE_DIR=$root SWADIFF_PLUGIN_DIR=$sw/plugins timeout 120 \
   "$sw/gpu_test_plugins" --jobs 4 --verbose > "$res/gpu_test_plugins.txt" 2>&1
 echo "exit $?" >> "$res/gpu_test_plugins.txt"; grep -E "Synthesis|exit" "$res/gpu_test_plugins.txt" | tee -a "$res/log.txt"
 stamp pack
