@@ -12,6 +12,10 @@
 #      (ci/coverage.sh, gcov + gcovr); gate lines >= 95%, branches >= 90%
 #      (SWADIFF_COVERAGE_LINES / SWADIFF_COVERAGE_BRANCHES override it;
 #      the figure is in reports/coverage/summary.txt)
+#   7. the Python package: `pip install .` into a fresh venv, pytest and
+#      pytest-xdist from the registry, tests/python (ci/test-python-package.sh;
+#      SWADIFF_SKIP_PYTHON_PACKAGE=1 skips it where no registry is reachable,
+#      and says so)
 # Set SWADIFF_QUICK=1 to run stage 1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,33 +25,39 @@ ci/setup-deps.sh
 devnull_ok=0
 [ -c /dev/null ] && devnull_ok=1
 
-echo "== 1/6 build and test"
+echo "== 1/7 build and test"
 ci/build.sh build
 ctest --test-dir build --output-on-failure -j "$(nproc 2>/dev/null || echo 2)"
 [ "${SWADIFF_QUICK:-0}" = 1 ] && exit 0
 
-echo "== 2/6 case files and mutant kill matrix (host)"
+echo "== 2/7 case files and mutant kill matrix (host)"
 build/swadiff validate cases
 build/swadiff selftest --device host --report build/selftest cases
 
-echo "== 3/6 AddressSanitizer + UndefinedBehaviorSanitizer build"
+echo "== 3/7 AddressSanitizer + UndefinedBehaviorSanitizer build"
 ci/build.sh build-asan -DSWADIFF_SANITIZE=ON -DSWADIFF_CUDA=OFF -DSWADIFF_HIP=OFF
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   LSAN_OPTIONS=suppressions="$PWD/tests/lsan.supp" \
   ctest --test-dir build-asan --output-on-failure -j "$(nproc 2>/dev/null || echo 2)"
 
-echo "== 4/6 fuzzing"
+echo "== 4/7 fuzzing"
 if [ -x tests/fuzz/run-fuzz.sh ]; then
   tests/fuzz/run-fuzz.sh "${SWADIFF_FUZZ_SECONDS:-60}"
 else
   echo "no fuzz targets"
 fi
-echo "== 5/6 plan-decision coverage of the case library"
+echo "== 5/7 plan-decision coverage of the case library"
 build/swadiff coverage -q --device host --json build/coverage.json cases
 
-echo "== 6/6 line and branch coverage of backends/ from \`swadiff run cases\`"
+echo "== 6/7 line and branch coverage of backends/ from \`swadiff run cases\`"
 SWADIFF_COVERAGE_LINES=${SWADIFF_COVERAGE_LINES:-95} SWADIFF_COVERAGE_BRANCHES=${SWADIFF_COVERAGE_BRANCHES:-90} \
   ci/coverage.sh
+echo "== 7/7 the Python package (pip install ., pytest plugin)"
+if [ "${SWADIFF_SKIP_PYTHON_PACKAGE:-0}" = 1 ]; then
+  echo "run-tests: stage 7 SKIPPED (SWADIFF_SKIP_PYTHON_PACKAGE=1): the Python package was not tested"
+else
+  ci/test-python-package.sh
+fi
 if [ "$devnull_ok" = 1 ] && [ ! -c /dev/null ]; then
   echo "run-tests: /dev/null is no longer the character device: a test or a tool replaced it" >&2
   exit 1

@@ -2,7 +2,10 @@
 # ci/setup-deps.sh — installs the Debian 12 packages swadiff needs, when they
 # are missing.  Idempotent and non-interactive; says what it installs.
 #
-#   ci/setup-deps.sh            # build + test dependencies
+#   ci/setup-deps.sh            # build + test dependencies (Debian 12)
+#   ci/setup-deps.sh --run-only # only what building and running swadiff needs
+#                               # (-DSWADIFF_BUILD_TESTS=OFF): a CI runner of a
+#                               # user (Debian or Ubuntu; ci/examples/)
 #   SWADIFF_SKIP_APT=1 ...      # check only, install nothing
 #
 # The CUDA toolkit (nvcc) is not a Debian package here: it is used when it is
@@ -34,6 +37,13 @@ packages=(
   gcovr                             # line/branch coverage of backends/ (ci/coverage.sh)
   hipcc libamdhip64-dev rocm-device-libs   # ROCm HIP build of the backends
 )
+
+case "${1:-}" in
+  "") ;;
+  --run-only)
+    packages=(build-essential cmake pkg-config git python3 python3-numpy libopenblas-dev libcjson-dev) ;;
+  *) echo "setup-deps: unknown option $1 (expected --run-only or nothing)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

@@ -378,8 +378,8 @@ int swa_report_lock_dir(const char *dir, const char *what, const swa_environment
         char *nl = strchr(holder, '\n');
         if (nl && nl[1] == '\0')
             *nl = '\0';
-        fprintf(stderr, "swadiff: %s %s: another swadiff run or merge writes this folder (%s); give each "
-                        "its own folder\n", what, dir, holder[0] ? holder : "holder unknown");
+        fprintf(stderr, "swadiff: %s %s: another swadiff run writes this folder, or a merge (%s); give "
+                        "each its own folder\n", what, dir, holder[0] ? holder : "holder unknown");
         close(fd);
         return -1;
     }

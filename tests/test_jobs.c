@@ -310,3 +310,48 @@ Test(jobs, harness_bench_runs_the_matrix_and_writes_its_figures)
     }
     cJSON_Delete(j);
 }
+
+/* Every job of the ci/examples/ files installs what it needs with the
+ * project's own script before it builds, and builds without the test suite
+ * (a stock runner has no Criterion).  The merge job's two commands are then
+ * run as written (the install in check-only mode: this machine has the
+ * packages) in a copy of the tree, and the binary they build runs. */
+Test(jobs, ci_examples_install_their_dependencies_and_build, .timeout = 900)
+{
+    char script[400];
+    snprintf(script, sizeof script, "%s/steps.py", tmpdir);
+    FILE *f = fopen(script, "w");
+    cr_assert(f, "cannot write %s", script);
+    fputs("import sys, yaml\n"
+          "def jobs(path):\n"
+          "    d = yaml.safe_load(open(path))\n"
+          "    if 'jobs' in d:\n"
+          "        return {n: [s['run'] for s in j['steps'] if 'run' in s] for n, j in d['jobs'].items()}\n"
+          "    return {n: j['script'] for n, j in d.items() if isinstance(j, dict) and 'script' in j}\n"
+          "bad = []\n"
+          "for path in sys.argv[1:]:\n"
+          "    for name, cmds in jobs(path).items():\n"
+          "        deps = [i for i, c in enumerate(cmds) if 'ci/setup-deps.sh --run-only' in c]\n"
+          "        builds = [i for i, c in enumerate(cmds) if 'ci/build.sh' in c]\n"
+          "        if not builds or not deps or deps[0] > builds[0]:\n"
+          "            bad.append(f'{path}: job {name}: no ci/setup-deps.sh --run-only before ci/build.sh')\n"
+          "        bad += [f'{path}: job {name}: {cmds[i]!r} builds the tests' for i in builds\n"
+          "                if '-DSWADIFF_BUILD_TESTS=OFF' not in cmds[i]]\n"
+          "        if 'merge' in name:\n"
+          "            print(cmds[deps[0]].replace('sudo ', '').split('#')[0].strip())\n"
+          "            print(cmds[builds[0]])\n"
+          "print('\\n'.join(bad), file=sys.stderr)\n"
+          "sys.exit(1 if bad else 0)\n", f);
+    fclose(f);
+    int rc = sh("for p in python3 /usr/bin/python3; do if $p -c 'import yaml' 2>/dev/null; then exec $p '%s' "
+                "'%s/ci/examples/github-actions.yml' '%s/ci/examples/gitlab-ci.yml'; fi; done; echo no yaml; exit 9",
+                script, SWADIFF_SOURCE_DIR, SWADIFF_SOURCE_DIR);
+    cr_assert_eq(rc, 0, "%s", out);
+    char deps[256], build[256];
+    cr_assert_eq(sscanf(out, "%255[^\n]\n%255[^\n]", deps, build), 2, "%s", out);
+    rc = sh("mkdir -p '%s/tree' && git -C '%s' ls-files -z | tar -C '%s' --null -T - -cf - | tar -C '%s/tree' -xf - "
+            "&& cd '%s/tree' && SWADIFF_SKIP_APT=1 %s && %s && build/swadiff --version",
+            tmpdir, SWADIFF_SOURCE_DIR, SWADIFF_SOURCE_DIR, tmpdir, tmpdir, deps, build);
+    cr_expect_eq(rc, 0, "`%s` then `%s`:\n%s", deps, build, out);
+    cr_expect(strstr(out, "swadiff "), "%s", out);
+}
