@@ -11,6 +11,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 
 size_t swa_npy_item_size(const char *descr)
 {
@@ -137,9 +140,24 @@ static swa_status parse_header(const char *path, const char *dict, swa_npy *a, s
 swa_status swa_npy_read(const char *path, size_t max_bytes, swa_npy *a, swa_error *err)
 {
     memset(a, 0, sizeof *a);
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* opened without blocking and checked to be a regular file first: a
+     * FIFO (or a device) in its place would block the read past every
+     * timeout, or never end */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
         return swa_error_set(err, SWA_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return swa_error_set(err, SWA_ERR_INVALID, "%s: not a regular file (a FIFO, device or folder): a result must "
+                             "be a .npy file", path);
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return swa_error_set(err, SWA_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+    }
     unsigned char pre[10];
     swa_status st = SWA_OK;
     char *dict = NULL;

@@ -320,6 +320,8 @@ Test(external, adapter_frame_not_json) { bad_adapter("notjson", "error", "expect
 Test(external, adapter_output_of_wrong_shape) { bad_adapter("shape", "error", "expected '<f2' (fp16) of shape (1, 4, 64)", "", 3); }
 Test(external, adapter_output_of_wrong_dtype) { bad_adapter("dtype", "error", "is '<f4'", "", 3); }
 Test(external, adapter_output_nan_fails) { bad_adapter("nan", "failed", "Mismatched elements: 256 / 256", "", 1); }
+/* a FIFO as the result: refused at once, not read (the read would block past --adapter-timeout) */
+Test(external, adapter_result_that_is_a_fifo, .timeout = 60) { bad_adapter("fifo", "error", "not a regular file", "--adapter-timeout 5", 3); }
 Test(external, adapter_reports_an_error) { bad_adapter("error", "error", "simulated: CUDA out of memory", "", 3); }
 /* one reply per request, and a reply's id must be its request's: a second
  * reply or another request's id would shift every later answer by one */

@@ -99,3 +99,28 @@ Test(hostile_env, merge_does_not_write_into_a_folder_a_run_holds)
     sh("ls '%s/live'", tmpdir);
     cr_expect(!strstr(out, "report.json"), "nothing written: %s", out);
 }
+
+Test(hostile_env, an_adapter_without_descriptors_says_so)
+{
+    /* 10 descriptors: the worker starts, the adapter's child cannot move its
+     * pipes above 9.  It used to _exit(127), which reads as "command not
+     * found", with nothing in its log */
+    int rc = sh("cd '%s' && bash -c 'for fd in $(ls /proc/$$/fd); do [ $fd -gt 2 ] && eval \"exec $fd>&-\"; done; "
+                "ulimit -n 10 && exec %s run --device host --jobs 1 --adapter \"bad=/usr/bin/python3 %s/tests/data/"
+                "adapters/misbehave.py error\" --backend \"bad:*\" %s'", tmpdir, SWADIFF_BINARY, SWADIFF_SOURCE_DIR, FIVE);
+    cr_expect_neq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "could not set up its process") && strstr(out, "ulimit -n"), "%s", out);
+    cr_expect(!strstr(out, "status 127"), "%s", out);
+}
+
+Test(hostile_env, a_tmpdir_too_long_for_the_adapter_scratch_is_named)
+{
+    char longdir[700];
+    int k = snprintf(longdir, sizeof longdir, "%s/", tmpdir);
+    while (k < 620)
+        k += snprintf(longdir + k, sizeof longdir - (size_t)k, "d");
+    int rc = sh("cd '%s' && TMPDIR='%s' '%s' run --device host --adapter 'bad=/usr/bin/python3 %s/tests/data/adapters/"
+                "misbehave.py error' --backend 'bad:*' '%s'", tmpdir, longdir, SWADIFF_BINARY, SWADIFF_SOURCE_DIR, FIVE);
+    cr_expect_neq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "TMPDIR is ") && strstr(out, "set a shorter TMPDIR"), "%s", out);
+}

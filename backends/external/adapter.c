@@ -46,6 +46,9 @@ typedef struct adapter_proc {
 } adapter_proc;
 static adapter_proc procs[SWA_EXTERNAL_MAX];
 
+/* The adapter child's exit status when it could not set up its descriptors. */
+#define SWA_ADAPTER_SETUP_FAILED 212
+
 static double now_mono(void)
 {
     struct timespec ts;
@@ -193,7 +196,10 @@ static void exit_reason(adapter_proc *ap, char *buf, size_t n)
     pid_t r = 0;
     for (int i = 0; i < 50 && (r = waitpid(ap->pid, &status, WNOHANG)) == 0; i++)
         usleep(10000);
-    if (r == ap->pid && WIFEXITED(status))
+    if (r == ap->pid && WIFEXITED(status) && WEXITSTATUS(status) == SWA_ADAPTER_SETUP_FAILED)
+        snprintf(buf, n, "could not set up its process (descriptors for /dev/null, its log or its pipes: "
+                 "ulimit -n?), so it exited");
+    else if (r == ap->pid && WIFEXITED(status))
         snprintf(buf, n, "exited with status %d", WEXITSTATUS(status));
     else if (r == ap->pid && WIFSIGNALED(status))
         snprintf(buf, n, "was killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
@@ -326,7 +332,12 @@ void swa_adapter_helper_dir(char *buf, size_t n)
 static swa_status start(adapter_proc *ap, const ext_provider *prov, swa_error *err)
 {
     const char *tmp = getenv("TMPDIR");
-    snprintf(ap->scratch, sizeof ap->scratch, "%s/swadiff-adapter-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", prov->name);
+    int need = snprintf(ap->scratch, sizeof ap->scratch, "%s/swadiff-adapter-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp",
+                        prov->name);
+    if (need < 0 || (size_t)need >= sizeof ap->scratch - 32) /* room for run-N/ and the files in it */
+        return swa_error_set(err, SWA_ERR_INVALID, "adapter %s: TMPDIR is %zu bytes long: the scratch folder's paths "
+                             "must fit %zu bytes; set a shorter TMPDIR", prov->name, tmp ? strlen(tmp) : 0,
+                             sizeof ap->scratch - 32);
     if (!mkdtemp(ap->scratch))
         return swa_error_set(err, SWA_ERR_IO, "adapter %s: cannot make a scratch folder %s: %s", prov->name,
                              ap->scratch, strerror(errno));
@@ -355,8 +366,14 @@ static swa_status start(adapter_proc *ap, const ext_provider *prov, swa_error *e
         int log = open(ap->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
         /* move the pipe ends out of the way of 3 and 4 first */
         int in = fcntl(req[0], F_DUPFD, 10), out = fcntl(rep[1], F_DUPFD, 10);
-        if (devnull < 0 || log < 0 || in < 0 || out < 0)
-            _exit(127);
+        if (devnull < 0 || log < 0 || in < 0 || out < 0) {
+            /* said in the log when it opened (the parent quotes it), and by
+             * a status of its own: 127 reads as "command not found" */
+            if (log >= 0)
+                dprintf(log, "swadiff: cannot set up the adapter's process (%s): too few file descriptors? "
+                        "(ulimit -n)\n", strerror(errno));
+            _exit(SWA_ADAPTER_SETUP_FAILED);
+        }
         dup2(devnull, 0);
         dup2(log, 1);
         dup2(log, 2);

@@ -13,6 +13,7 @@ registered), then on every run request:
   error      answers {"type": "error"} with a message
   twice      answers twice (two error replies in one write)
   wrong_id   answers with the "id" of another request
+  fifo       answers with a FIFO where out.npy should be (a read of it would block)
   chatty     writes 3 MB to stderr and answers an error, and exits 3 at its 5th request
   badhello   (answers the handshake with protocol 2)
   badtiles [JSON]  (declares the tile shape JSON, by default one with a KV-tile
@@ -93,6 +94,10 @@ while True:
         if runs == 5:
             sys.exit(3)
         write_frame({"type": "error", "message": "simulated chatter"})
+        continue
+    if mode == "fifo":
+        os.mkfifo(d + "/out.npy")
+        write_frame({"type": "result", "out": "out.npy"})
         continue
     if mode == "twice":
         one = json.dumps({"type": "error", "message": "answer 1 to " + msg["id"]}).encode()
