@@ -360,6 +360,9 @@ typedef struct worker {
     int failures;          /* consecutive deaths without a result */
 } worker;
 
+/* The report folder's lock (swa_run_selected), closed in every worker. */
+static int report_lock_fd = -1;
+
 static int start_worker(loop_state *ls, worker *w)
 {
     int cmd[2], res[2];
@@ -379,6 +382,13 @@ static int start_worker(loop_state *ls, worker *w)
     if (pid == 0) {
         close(cmd[1]);
         close(res[0]);
+        /* its own process group, which the parent ends with it: what a
+         * plug-in forks dies with the worker */
+        setpgid(0, 0);
+        /* the report folder's lock stays the parent's: a helper a plug-in
+         * forks must not keep holding it after the run */
+        if (report_lock_fd >= 0)
+            close(report_lock_fd);
         /* never outlive the harness: a killed parent takes its worker
          * (and, through the worker, any adapter) with it */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -399,6 +409,7 @@ static int start_worker(loop_state *ls, worker *w)
         swa_run_worker_threads(cfg->jobs);
         worker_main(cfg, ls->all, ls->selected, cmd[0], res[1]);
     }
+    setpgid(pid, pid); /* also here: no window in which a kill of the group misses it */
     close(cmd[0]);
     close(res[1]);
     w->pid = pid;
@@ -412,16 +423,35 @@ static void stop_worker(worker *w, bool kill_it, int *status)
 {
     if (!w->pid)
         return;
-    if (kill_it)
+    if (kill_it) {
+        kill(-w->pid, SIGKILL); /* the worker's process group: it and what its kernels forked */
         kill(w->pid, SIGKILL);
+    }
     close(w->cmd_fd);
     close(w->res_fd);
     int st = 0;
     while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR) {
     }
+    kill(-w->pid, SIGKILL); /* a helper a plug-in forked must not outlive its worker */
     if (status)
         *status = st;
     w->pid = 0;
+}
+
+/* True (and reaped, status filled) when w has exited and nothing it wrote
+ * is left unread in its result pipe: a worker whose pipe something it
+ * forked holds open sends no EOF.  Checked without reaping first, so that
+ * messages it wrote before it exited are still read. */
+static bool worker_exited_drained(worker *w, int *status)
+{
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    if (waitid(P_PID, (id_t)w->pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != w->pid)
+        return false;
+    struct pollfd q = {w->res_fd, POLLIN, 0};
+    if (poll(&q, 1, 0) > 0 && (q.revents & POLLIN))
+        return false; /* read what it sent first */
+    return waitpid(w->pid, status, WNOHANG) == w->pid;
 }
 
 static bool send_cmd(worker *w, int sel, int b0, int count)
@@ -557,6 +587,10 @@ static void run_isolated(loop_state *ls)
         }
         if (!pending)
             break; /* queue empty, every worker idle */
+        /* wake up twice a second to reap workers that died while something
+         * they forked still holds their result pipe open (no EOF comes) */
+        if (wait_ms < 0 || wait_ms > 500)
+            wait_ms = 500;
         int pr = poll(pfd, (nfds_t)jobs, wait_ms);
         if (pr < 0 && errno == EINTR)
             continue;
@@ -565,18 +599,26 @@ static void run_isolated(loop_state *ls)
             if (!w->pid || !w->busy)
                 continue;
             bool timed_out = w->in_flight && ls->cfg->timeout > 0 && swa_now() >= w->deadline;
-            bool gone = false;
+            bool gone = false, reaped = false;
+            int status = 0;
             if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
                 gone = !read_message(ls, w);
             else if (timed_out)
                 gone = true;
+            else if (worker_exited_drained(w, &status))
+                gone = reaped = true; /* exited; its pipe is held open by something it forked */
             if (!gone)
                 continue;
-            int status = 0;
+            if (reaped) {
+                close(w->cmd_fd);
+                close(w->res_fd);
+                kill(-w->pid, SIGKILL); /* what it left in its process group */
+                w->pid = 0;
+            }
             /* the result pipe ended: give the worker a moment to exit by
              * itself, so that its own status is reported, not our kill */
             bool still_running = false;
-            if (!timed_out) {
+            if (!timed_out && !reaped) {
                 double until = swa_now() + 1.0;
                 pid_t r;
                 while ((r = waitpid(w->pid, &status, WNOHANG)) == 0 && swa_now() < until)
@@ -584,6 +626,7 @@ static void run_isolated(loop_state *ls)
                 if (r == w->pid) {
                     close(w->cmd_fd);
                     close(w->res_fd);
+                    kill(-w->pid, SIGKILL);
                     w->pid = 0;
                 } else {
                     still_running = true;
@@ -666,6 +709,7 @@ int swa_run_selected(const swa_run_config *cfg, const swa_case_list *all, const 
     int lock_fd = -1;
     if (report_dir) {
         lock_fd = swa_report_lock_dir(report_dir, "--report", &rr->env);
+        report_lock_fd = lock_fd;
         if (lock_fd < 0) {
             free(ls.first_pair);
             return SWA_EXIT_USAGE;
@@ -735,6 +779,7 @@ int swa_run_selected(const swa_run_config *cfg, const swa_case_list *all, const 
     }
     if (lock_fd >= 0)
         close(lock_fd);
+    report_lock_fd = -1;
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     sigaction(SIGHUP, &old_hup, NULL);

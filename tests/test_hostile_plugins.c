@@ -9,6 +9,7 @@
 #include <criterion/parameterized.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -202,4 +203,29 @@ Test(hostile_plugins, descriptor_closing_and_exit_4_are_reported_as_such)
     cr_expect_eq(closer, 5, "each close_fds result says the descriptors were closed");
     cr_expect_eq(exits, 5, "each exit4 result says status 4");
     cr_expect_eq(fa2, 10);
+}
+
+/* A plug-in that forks a helper (which sleeps a minute holding every
+ * descriptor of its worker) and returns, or crashes: the run ends promptly
+ * (a helper holding the result pipe open used to hang it, and one holding
+ * stdout blocked `swadiff run | cat`), no helper outlives the run, and the
+ * next run into the same report folder is not refused for the helper's
+ * lock. */
+Test(hostile_plugins, a_forked_helper_does_not_outlive_the_run, .timeout = 120)
+{
+    for (int k = 0; k < 2; k++) {
+        const char *backend = k ? "forker:helper_crash" : "forker:helper";
+        double t0 = (double)time(NULL);
+        int rc = sh("%s run --device host -q --plugin %s/libforker.so --backend '%s' --report %s/rep "
+                    "%s/tests/data/cli/five.json | cat", SWADIFF_BINARY, SWADIFF_PLUGIN_DIR, backend, tmpdir,
+                    SWADIFF_SOURCE_DIR);
+        double took = (double)time(NULL) - t0;
+        cr_expect_eq(rc, 0, "cat's status: %s", out);
+        cr_expect_lt(took, 30, "%s: the run took %.0f s (the helpers sleep 60 s)", backend, took);
+        cr_expect(strstr(out, k ? "0 passed, 0 failed, 5 errors" : "0 passed, 5 failed"), "%s: %s", backend, out);
+        /* alive ones: a killed helper may linger as a zombie until init reaps it */
+        sh("sleep 0.5; ps -eo stat=,comm= | awk '$2 == \"swa-forker-kid\" && $1 !~ /^Z/' | grep . || echo none");
+        cr_expect(strstr(out, "none"), "%s: helpers left running: %s", backend, out);
+    }
+    sh("pkill -x swa-forker-kid");
 }
