@@ -455,7 +455,40 @@ int swa_console_write_markdown(FILE *f, const swa_run_results *rr, const char *r
                 shown++;
             }
     }
+    if (rr->controls.state == SWA_CONTROLS_BROKEN || rr->controls.state == SWA_CONTROLS_NOT_RUN) {
+        fprintf(f, "\n**%s**: ", rr->controls.state == SWA_CONTROLS_BROKEN ? "UNTRUSTWORTHY" : "UNCHECKED");
+        md(f, rr->controls.summary);
+        fputs("\n", f);
+    }
     int nw = collect_worst(rr, idx);
+    if (nw) { /* the kinds of bug first: one row per diagnosis family */
+        swa_diag_group groups[SWA_DIAG_GROUPS_MAX];
+        int ungrouped = 0;
+        int ngr = swa_diagnosis_groups(rr, groups, SWA_DIAG_GROUPS_MAX, &ungrouped);
+        fprintf(f, "\n### Failures by diagnosis (%d failure%s, %d kind%s)\n\n| failures | diagnosis | backends | "
+                   "example | what it means |\n|---:|---|---|---|---|\n", nw, nw == 1 ? "" : "s", ngr,
+                ngr == 1 ? "" : "s");
+        for (int k = 0; k < ngr && k < 30; k++) {
+            const swa_result *r = &rr->items[groups[k].first];
+            fprintf(f, "| %d | `", groups[k].count);
+            md(f, groups[k].key);
+            fputs("` | ", f);
+            md(f, groups[k].backends);
+            fputs(" | ", f);
+            md(f, r->id);
+            fputs(" | ", f);
+            /* the verdict after "[key] ", cut: the full text is in the report */
+            const char *v = r->diagnosis[0] == '[' && strchr(r->diagnosis, ']') ? strchr(r->diagnosis, ']') + 1 : r->diagnosis;
+            while (*v == ' ')
+                v++;
+            char cut[240];
+            snprintf(cut, sizeof cut, "%.*s%s", 200, v, strlen(v) > 200 ? "..." : "");
+            md(f, cut);
+            fputs(" |\n", f);
+        }
+        if (ungrouped)
+            fprintf(f, "\n(%d more failures in kinds not listed: see the report)\n", ungrouped);
+    }
     if (nw) {
         fputs("\n### Worst failures\n\n| case | backend | first mismatch line |\n|---|---|---|\n", f);
         for (int k = 0; k < nw && k < 20; k++) {

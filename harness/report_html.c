@@ -497,7 +497,7 @@ static void put_diagnosis_groups(FILE *f, const swa_run_results *rr, char (*anch
         return;
     fputs("<section id=\"by-diagnosis\"><h2>Failures by diagnosis</h2>\n<div class=\"table-scroll\">"
           "<table class=\"diag\">\n<thead><tr><th class=\"num\">Failures</th>"
-          "<th>Diagnosis</th><th>Backends</th><th>Worst case</th></tr></thead>\n<tbody>\n",
+          "<th>Diagnosis</th><th>Backends</th><th>Worst case</th><th>What it means</th></tr></thead>\n<tbody>\n",
           f);
     for (int k = 0; k < ng; k++) {
         const swa_result *w = &rr->items[groups[k].first];
@@ -507,9 +507,28 @@ static void put_diagnosis_groups(FILE *f, const swa_run_results *rr, char (*anch
         esc(f, groups[k].backends);
         fprintf(f, "</td><td class=\"diag-case\"><a href=\"#%s\">", anchors[groups[k].first]);
         esc(f, w->id);
-        fputs("</a></td></tr>\n", f);
+        /* the worst case's verdict, after its "[key] ": the family in words */
+        const char *v = w->diagnosis[0] == '[' && strchr(w->diagnosis, ']') ? strchr(w->diagnosis, ']') + 1 : w->diagnosis;
+        while (*v == ' ')
+            v++;
+        char cut[320];
+        snprintf(cut, sizeof cut, "%.*s%s", 300, v, strlen(v) > 300 ? "..." : "");
+        fputs("</a></td><td class=\"meaning\">", f);
+        esc(f, cut);
+        fputs("</td></tr>\n", f);
     }
     fputs("</tbody></table></div>\n", f);
+    fputs("<p class=\"hint\" id=\"diagnosis-legend\">A diagnosis names the mask variant whose reference matches "
+          "the output: <code>window_l_minus_1</code> / <code>window_l_plus_1</code> (the window one key short / "
+          "long), <code>no_window</code>, <code>tile_granular_start</code> (a per-tile KV start without the "
+          "per-element mask), <code>request_anchored</code>, <code>top_left</code> (top-left alignment), and the "
+          "others each case lists. <code>ambiguous:A,B</code>: several variants fit equally on this shape (shrink "
+          "or a longer case separates them); <code>closest:A</code>: A fits far better than the spec but not "
+          "exactly; <code>weak_fit</code>: the best variant fits only a little better than the spec; "
+          "<code>not_a_mask_variant</code>: no mask variant fits better than the spec (look at the data path: "
+          "page table, head mapping, split merge, or the arithmetic); <code>lse_natural_log</code> / "
+          "<code>lse_or_guards</code>: the output is right, the LSE (its base) or the guard bytes are not; "
+          "<code>no_hypothesis</code>: no variant applies to this kind of case.</p>\n", f);
     if (ungrouped)
         fprintf(f, "<p class=\"hint\">%d more failures of further kinds are not grouped.</p>\n", ungrouped);
     fputs("</section>\n", f);

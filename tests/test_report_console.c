@@ -105,6 +105,9 @@ Test(report_console, github_step_summary_markdown)
     cr_expect(strstr(md, "a \\| pipe and a \\`tick\\`") != NULL, "table cells must escape | and `:\n%s", md);
     cr_expect(strstr(md, "| &lt;script>alert(1)&lt;/script>&]]>\" |") != NULL, "hostile id in a cell:\n%s", md);
     cr_expect(strstr(md, "```sh\nswadiff run --backend prefill") != NULL, "reproduce block:\n%s", md);
+    /* the kinds of bug, each with its count, backends, an example and what it means */
+    cr_expect(strstr(md, "### Failures by diagnosis (3 failures,") != NULL, "%s", md);
+    cr_expect(strstr(md, "| what it means |") && strstr(md, "rows past the window attend to stale keys"), "%s", md);
     cr_expect(strstr(md, "Full report: `reports/run-1/report.html`") != NULL, "%s", md);
     free(md);
     free(out);

@@ -547,6 +547,8 @@ Test(report_html, failures_grouped_by_diagnosis_link_to_their_worst_case)
     cr_assert_not_null(sec, "no failures-by-diagnosis section");
     const char *row = strstr(sec, "<tr><td class=\"num\">3</td><td><code>window_l_minus_1</code></td>");
     cr_expect_not_null(row, "one group of 3 failures");
+    cr_expect(strstr(sec, "<th>What it means</th>") && strstr(sec, "id=\"diagnosis-legend\"") &&
+                  strstr(sec, "<code>weak_fit</code>"), "each family in words, and a legend of the families");
     const char *link = row ? strstr(row, "<a href=\"#") : NULL;
     cr_expect(link && strstr(html, "<section id=\"overview\">") > sec, "the section comes before the overview");
     /* the link goes to an anchor that exists */
