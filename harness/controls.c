@@ -172,20 +172,18 @@ void swa_controls_run(const swa_run_config *cfg, const swa_case_list *all, const
     ncases += sample(all, selected, nsel, cases + ncases);
     swa_run_config host = {.device = swa_device_get(SWA_DEVICE_HOST), .quiet = true, .no_isolate = true,
                            .argv0 = cfg->argv0};
-    int pos = 0, pos_ok = 0, neg = 0, neg_failed = 0, unavailable = 0;
+    int pos = 0, pos_ok = 0, neg = 0, neg_failed = 0;
     char first_bad[500] = "";
     for (int k = 0; k < ncases && ctl->state == SWA_CONTROLS_NONE; k++) {
         swa_case_ctx ctx;
         if (swa_case_ctx_init(&ctx, cases[k], host.device, &err) != SWA_OK) {
             snprintf(first_bad, sizeof first_bad, "case %s: %s", cases[k]->id, err.message);
-            unavailable++;
             continue;
         }
         bool negative_here = window_binds(cases[k]) && cases[k]->window_left <= NEGATIVE_WINDOW_MAX;
         for (int p = 0; p < npairs; p++) {
             const swa_backend *pb = external_named(pairs[p].positive), *nb = external_named(pairs[p].negative);
             if (!pb || !nb) { /* a control adapter that did not start: its NS:* says why */
-                unavailable++;
                 char ns[120];
                 snprintf(ns, sizeof ns, "%.*s:*", (int)strcspn(pb ? pairs[p].negative : pairs[p].positive, ":"),
                          pb ? pairs[p].negative : pairs[p].positive);

@@ -81,6 +81,17 @@ static void results(const cJSON *rep, const char *prefix, int *n, int *passed, i
     }
 }
 
+/* The five results of five.json of backends starting with prefix: none
+ * passed, every one marked untrustworthy (the controls found the staging
+ * broken). */
+static void expect_all_untrustworthy(const cJSON *rep, const char *prefix)
+{
+    int n, passed, untrusted;
+    results(rep, prefix, &n, &passed, &untrusted);
+    cr_expect(n == 5 && passed == 0 && untrusted == 5, "%s: %d results, %d passed, %d untrustworthy", prefix, n,
+              passed, untrusted);
+}
+
 static void expect_no_control_results(const cJSON *rep)
 {
     int n, p, u;
@@ -119,10 +130,7 @@ Test(controls, a_window_handed_as_a_key_count_is_caught)
     cr_expect(strstr(out, "MARSHALLING BROKEN") && strstr(out, "UNTRUSTWORTHY"), "%s", out);
     cJSON *rep = report();
     cr_expect_str_eq(controls_state(rep), "broken");
-    int n, passed, untrusted;
-    results(rep, "minimal:window_short", &n, &passed, &untrusted);
-    cr_expect(n == 5 && passed == 0 && untrusted == 5, "%d results, %d passed, %d untrustworthy", n, passed,
-              untrusted);
+    expect_all_untrustworthy(rep, "minimal:window_short");
     int ok, pos = control_runs(rep, "positive", &ok, "swadiff_control:exact");
     cr_expect(pos > 0 && ok < pos, "the positive control fails: %d of %d passed", ok, pos);
     expect_no_control_results(rep);
@@ -137,10 +145,7 @@ Test(controls, a_swapped_page_layout_is_caught_by_the_forms_check)
     cr_expect(strstr(out, "MARSHALLING BROKEN") && strstr(out, "forms disagree"), "%s", out);
     cJSON *rep = report();
     cr_expect_str_eq(controls_state(rep), "broken");
-    int n, passed, untrusted;
-    results(rep, "minimal:exact", &n, &passed, &untrusted);
-    cr_expect(n == 5 && passed == 0 && untrusted == 5, "%d results, %d passed, %d untrustworthy", n, passed,
-              untrusted);
+    expect_all_untrustworthy(rep, "minimal:exact");
     cJSON_Delete(rep);
 }
 
@@ -160,10 +165,7 @@ Test(controls, adapters_are_controlled_through_the_adapter_staging)
     cr_expect_neq(rc, 0, "%s", out);
     rep = report();
     cr_expect_str_eq(controls_state(rep), "broken");
-    int n, passed, untrusted;
-    results(rep, "numpy_exact:exact", &n, &passed, &untrusted);
-    cr_expect(n == 5 && passed == 0 && untrusted == 5, "%d results, %d passed, %d untrustworthy", n, passed,
-              untrusted);
+    expect_all_untrustworthy(rep, "numpy_exact:exact");
     cJSON_Delete(rep);
 
     rc = swadiff(PY "SWADIFF_TEST_MARSHAL_FAULT=layout_swapped ",

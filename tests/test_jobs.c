@@ -236,22 +236,31 @@ Test(jobs, a_lost_shard_is_refused_unless_allow_missing_marks_the_merge_incomple
  * shard-<i>/ in the job's folder): green with all four shards, red (exit 2,
  * naming the lost shard) with one lost.  The files are read as YAML, so an
  * example that stops being valid YAML fails here too. */
-static void merge_command(const char *yml, const char *which, char *cmd, size_t n)
+/* Writes body to tmpdir/name and runs it with the first python3 that has
+ * the yaml module (PATH's, else Debian's: ci/setup-deps.sh installs
+ * python3-yaml) and args; returns its exit code, its output in `out`. */
+static int run_yaml_python(const char *name, const char *body, const char *args)
 {
     char script[400];
-    snprintf(script, sizeof script, "%s/merge_command.py", tmpdir);
+    snprintf(script, sizeof script, "%s/%s", tmpdir, name);
     FILE *f = fopen(script, "w");
     cr_assert(f, "cannot write %s", script);
-    fputs("import sys, yaml\n"
+    fputs(body, f);
+    fclose(f);
+    return sh("for p in python3 /usr/bin/python3; do if $p -c 'import yaml' 2>/dev/null; then exec $p '%s' %s; "
+              "fi; done; echo 'no python3 with the yaml module'; exit 9", script, args);
+}
+
+static void merge_command(const char *yml, const char *which, char *cmd, size_t n)
+{
+    char args[600];
+    snprintf(args, sizeof args, "'%s' %s", yml, which);
+    int rc = run_yaml_python("merge_command.py", "import sys, yaml\n"
           "d = yaml.safe_load(open(sys.argv[1]))\n"
           "if sys.argv[2] == 'github':\n"
           "    print([s['run'] for s in d['jobs']['merge']['steps'] if s.get('name') == 'merge'][0])\n"
           "else:\n"
-          "    print([l for l in d['swadiff:merge']['script'] if 'swadiff merge' in l][0])\n", f);
-    fclose(f);
-    /* the first python3 with yaml: PATH's, else Debian's (ci/setup-deps.sh installs python3-yaml) */
-    int rc = sh("for p in python3 /usr/bin/python3; do if $p -c 'import yaml' 2>/dev/null; then exec $p '%s' '%s' %s; "
-                "fi; done; echo 'no python3 with the yaml module'; exit 9", script, yml, which);
+          "    print([l for l in d['swadiff:merge']['script'] if 'swadiff merge' in l][0])\n", args);
     cr_assert_eq(rc, 0, "%s: no merge command found:\n%s", yml, out);
     snprintf(cmd, n, "%s", out);
     cmd[strcspn(cmd, "\n")] = '\0';
@@ -318,11 +327,11 @@ Test(jobs, harness_bench_runs_the_matrix_and_writes_its_figures)
  * packages) in a copy of the tree, and the binary they build runs. */
 Test(jobs, ci_examples_install_their_dependencies_and_build, .timeout = 900)
 {
-    char script[400];
-    snprintf(script, sizeof script, "%s/steps.py", tmpdir);
-    FILE *f = fopen(script, "w");
-    cr_assert(f, "cannot write %s", script);
-    fputs("import sys, yaml\n"
+    char args[600];
+    snprintf(args, sizeof args, "'%s/ci/examples/github-actions.yml' '%s/ci/examples/gitlab-ci.yml'", SWADIFF_SOURCE_DIR,
+             SWADIFF_SOURCE_DIR);
+    int rc = run_yaml_python("steps.py",
+          "import sys, yaml\n"
           "def jobs(path):\n"
           "    d = yaml.safe_load(open(path))\n"
           "    if 'jobs' in d:\n"
@@ -341,11 +350,7 @@ Test(jobs, ci_examples_install_their_dependencies_and_build, .timeout = 900)
           "            print(cmds[deps[0]].replace('sudo ', '').split('#')[0].strip())\n"
           "            print(cmds[builds[0]])\n"
           "print('\\n'.join(bad), file=sys.stderr)\n"
-          "sys.exit(1 if bad else 0)\n", f);
-    fclose(f);
-    int rc = sh("for p in python3 /usr/bin/python3; do if $p -c 'import yaml' 2>/dev/null; then exec $p '%s' "
-                "'%s/ci/examples/github-actions.yml' '%s/ci/examples/gitlab-ci.yml'; fi; done; echo no yaml; exit 9",
-                script, SWADIFF_SOURCE_DIR, SWADIFF_SOURCE_DIR);
+          "sys.exit(1 if bad else 0)\n", args);
     cr_assert_eq(rc, 0, "%s", out);
     char deps[256], build[256];
     cr_assert_eq(sscanf(out, "%255[^\n]\n%255[^\n]", deps, build), 2, "%s", out);
