@@ -59,6 +59,9 @@ typedef struct swa_device_view {
 typedef swa_status (*swa_device_call_fn)(void *ctx, const swa_device_view *v, void *out, float *lse,
                                          swa_error *err);
 
+struct swa_launch_target; /* backends/launch_choice.h */
+struct swa_launch;
+
 typedef struct swa_device_ops {
     swa_device kind;
     const char *name;
@@ -109,6 +112,13 @@ typedef struct swa_device_ops {
      * its own to hand out (host). */
     swa_status (*external_run)(void *dev_inputs, const swa_inputs *in, const swa_out_args *o, bool want_lse,
                                const char *who, swa_device_call_fn call, void *call_ctx, swa_error *err);
+    /* (optional) the GPU launch choices (backends/launch_choice.h): the
+     * target the launchers choose for, and the record of what the executors
+     * launched since the last reset (out == NULL resets), a union over the
+     * launches of a result.  NULL: the device has one kernel per executor
+     * (the host emulation). */
+    void (*launch_target)(struct swa_launch_target *t);
+    void (*last_launch)(struct swa_launch *out);
 } swa_device_ops;
 
 /* Called for warnings a backend emits at plan time (printed once, kept in

@@ -7,7 +7,11 @@
 #   3. the host code rebuilt with AddressSanitizer + UBSan, the suite again
 #   4. the case-loader fuzzer for a bounded time (tests/fuzz/, when built)
 #   5. plan-decision coverage: `swadiff coverage cases` fails on any reachable
-#      plan decision (or pair) no case makes a backend take
+#      plan decision (or pair) no case makes a backend take; and launch
+#      coverage: `swadiff coverage --launches T cases` fails on any launch
+#      choice of the GPU kernels (kernel variant, grid, row blocks,
+#      partitions, merge, template instance) that target T (h200, sm80,
+#      portable) takes and no case makes it take
 #   6. line/branch coverage of backends/ from `swadiff run cases` alone
 #      (ci/coverage.sh, gcov + gcovr); gate lines >= 95%, branches >= 90%
 #      (SWADIFF_COVERAGE_LINES / SWADIFF_COVERAGE_BRANCHES override it;
@@ -48,6 +52,9 @@ else
 fi
 echo "== 5/7 plan-decision coverage of the case library"
 build/swadiff coverage -q --device host --json build/coverage.json cases
+for target in h200 sm80 portable; do
+  build/swadiff coverage -q --launches "$target" cases
+done
 
 echo "== 6/7 line and branch coverage of backends/ from \`swadiff run cases\`"
 SWADIFF_COVERAGE_LINES=${SWADIFF_COVERAGE_LINES:-95} SWADIFF_COVERAGE_BRANCHES=${SWADIFF_COVERAGE_BRANCHES:-90} \

@@ -8,8 +8,17 @@
  * although some valid case could (backends/plan_decisions.c says which are
  * reachable, with a reason for each rule).
  *
- * Exit: 0 no gap, 1 (SWA_EXIT_MISMATCH: a failure) at least one gap,
- * 2 usage or case-file error, 3 a plan failed that no expect_error pinned.
+ * With --launches TARGET the same question for the GPU kernels' launch
+ * choices (backends/launch_choice.h): the cases are planned for the target
+ * and what its launchers would take is predicted by the chooser the
+ * dispatch itself calls; with --launches-from REPORT the launches a GPU run
+ * recorded are tallied instead, against the target the report names, and
+ * every result whose launch differs from the chooser's prediction is a
+ * fault of the model.
+ *
+ * Exit: 0 no gap, 1 (SWA_EXIT_MISMATCH: a failure) at least one gap (or a
+ * launch the model did not predict), 2 usage or case-file error, 3 a plan
+ * failed that no expect_error pinned.
  *
  * Tested by tests/test_coverage.c. */
 #include <cjson/cJSON.h>
@@ -18,8 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/launch_choice.h"
+#include "backends/layer_plans.h"
 #include "backends/plan_decisions.h"
 #include "harness/cli.h"
+#include "harness/report.h"
 
 #define MAX_PAIRS 32
 #define MAXV SWA_DECISION_MAX_VALUES
@@ -51,10 +63,18 @@ static int coverage_usage(FILE *f)
             "      --json FILE     write the counts, the gaps and the unreachable values with\n"
             "                      their reasons as JSON\n"
             "  -q, --quiet         print the gaps only, not the table of counts\n"
+            "      --launches T    the GPU kernels' launch choices instead: plan for target T (%s)\n"
+            "                      and predict every launch with the chooser the dispatch calls\n"
+            "                      (backends/launch_choice.c); gaps are launch values and pairs T\n"
+            "                      takes that no case makes it take\n"
+            "      --launches-from REPORT\n"
+            "                      the same over the launches a GPU run recorded (report.json 1.6),\n"
+            "                      for the target it names; a result whose launch differs from the\n"
+            "                      chooser's prediction fails the gate too\n"
             "  -h, --help          this text\n"
             "\n"
             "decisions:\n",
-            backend_names);
+            backend_names, swa_launch_target_names());
     for (int k = 0; k < SWA_DEC_COUNT; k++) {
         const swa_decision_def *d = swa_decision_def_at(k);
         fprintf(f, "  %-15s", d->key);
@@ -340,14 +360,244 @@ static int write_json(const char *path, backend_tally *tally, int nb, const swa_
     return rc;
 }
 
+/* ---- launch choices (--launches, --launches-from) ----------------------------------- */
+
+typedef struct launch_tally {
+    long value[SWA_LA_COUNT][SWA_LAUNCH_MAX_VALUES];
+    long pair[16][SWA_LAUNCH_MAX_VALUES][SWA_LAUNCH_MAX_VALUES];
+    int results, skipped, errors, mismatches;
+    char first_error[600], first_mismatch[1400];
+} launch_tally;
+
+static void launch_tally_add(launch_tally *t, const swa_launch *l)
+{
+    int np;
+    const swa_launch_pair *pairs = swa_launch_pairs(&np);
+    t->results++;
+    for (int k = 0; k < SWA_LA_COUNT; k++)
+        for (int v = 0; v < SWA_LAUNCH_MAX_VALUES; v++)
+            if (l->set[k] & (1u << v))
+                t->value[k][v]++;
+    for (int i = 0; i < np; i++)
+        for (int va = 0; va < SWA_LAUNCH_MAX_VALUES; va++)
+            for (int vb = 0; vb < SWA_LAUNCH_MAX_VALUES; vb++)
+                if ((l->set[pairs[i].a] & (1u << va)) && (l->set[pairs[i].b] & (1u << vb)))
+                    t->pair[i][va][vb]++;
+}
+
+static void launch_error(launch_tally *t, const char *id, const char *backend, const char *msg)
+{
+    if (!t->errors)
+        snprintf(t->first_error, sizeof t->first_error, "%s [%s]: %s", id, backend, msg);
+    t->errors++;
+}
+
+/* Plans c with b for target t (every layer of a layered case) and adds
+ * what the chooser says its launches are.  A shape no GPU build runs
+ * (fp32, another head_dim: refused by the CUDA and HIP supports()) is
+ * skipped, as on the GPU. */
+static void launch_predict_pair(const swa_case *c, const swa_backend *b, const swa_device_ops *dev,
+                                const swa_launch_target *target, launch_tally *t)
+{
+    char why[512];
+    if (b->supports(c, dev, why, sizeof why) || (c->dtype != SWA_DTYPE_FP16 && c->dtype != SWA_DTYPE_BF16) ||
+        (c->head_dim != 64 && c->head_dim != 128 && c->head_dim != 256)) {
+        t->skipped++;
+        return;
+    }
+    swa_error err = {0};
+    swa_inputs in;
+    swa_plan_opts po = {.device = dev, .mutant = SWA_MUTANT_NONE, .num_sms = target->sm_count, .backend = b};
+    swa_status st = plan_inputs(c, &in, &err);
+    swa_layer_plans *lp = NULL;
+    void *plan = NULL;
+    swa_launch all = {{0}};
+    bool want_lse = c->return_lse || b->lse_base != 0;
+    if (st == SWA_OK && c->num_layers > 0) {
+        lp = calloc(1, sizeof *lp);
+        st = lp ? swa_layer_plans_build(b, c, &in, &po, lp, &err)
+                : swa_error_set(&err, SWA_ERR_NOMEM, "out of memory for the layer plans");
+        for (int l = 0; st == SWA_OK && l < c->num_layers; l++) {
+            swa_launch one;
+            st = swa_launch_predict(target, b, lp->plan[l], want_lse, &one, &err);
+            for (int k = 0; st == SWA_OK && k < SWA_LA_COUNT; k++)
+                all.set[k] |= one.set[k];
+        }
+        if (lp && lp->num_layers)
+            swa_layer_plans_free(b, lp);
+        free(lp);
+    } else if (st == SWA_OK) {
+        st = b->plan(c, &in, &po, &plan, &err);
+        if (st == SWA_OK) {
+            st = swa_launch_predict(target, b, plan, want_lse, &all, &err);
+            b->free(plan);
+        }
+    }
+    plan_inputs_free(&in);
+    if (st == SWA_OK)
+        launch_tally_add(t, &all);
+    else if (st == SWA_ERR_UNSUPPORTED || (c->expect_error[0] && strstr(err.message, c->expect_error)))
+        t->skipped++;
+    else
+        launch_error(t, c->id, b->name, err.message);
+}
+
+/* Prints the values of every key (counts, GAP, unreachable) and the pairs
+ * never taken although the target takes them; returns the gaps. */
+static int launch_print(const launch_tally *t, const swa_launch_space *sp, bool quiet)
+{
+    int gaps = 0, np;
+    const swa_launch_pair *pairs = swa_launch_pairs(&np);
+    for (int k = 0; k < SWA_LA_COUNT; k++) {
+        const swa_launch_def *d = swa_launch_def_at(k);
+        char line[600];
+        int len = snprintf(line, sizeof line, "  %-24s", d->key);
+        bool gap = false;
+        for (int v = 0; v < swa_launch_value_count(k) && len < (int)sizeof line; v++) {
+            bool reach = sp->values.set[k] & (1u << v);
+            bool g = reach && !t->value[k][v];
+            gap |= g;
+            gaps += g;
+            len += snprintf(line + len, sizeof line - (size_t)len, "%s%s %ld%s", v ? ", " : "", d->values[v],
+                            t->value[k][v], g ? " GAP" : reach ? "" : " (not on this target)");
+        }
+        if (!quiet || gap)
+            printf("%s\n", line);
+    }
+    for (int i = 0; i < np; i++)
+        for (int va = 0; va < swa_launch_value_count(pairs[i].a); va++)
+            for (int vb = 0; vb < swa_launch_value_count(pairs[i].b); vb++)
+                if ((sp->pair[i][va] & (1u << vb)) && !t->pair[i][va][vb]) {
+                    printf("  pair GAP %s=%s x %s=%s\n", swa_launch_def_at(pairs[i].a)->key,
+                           swa_launch_def_at(pairs[i].a)->values[va], swa_launch_def_at(pairs[i].b)->key,
+                           swa_launch_def_at(pairs[i].b)->values[vb]);
+                    gaps++;
+                }
+    return gaps;
+}
+
+static int launch_finish(const launch_tally *t, const swa_launch_space *sp, bool quiet, const char *what)
+{
+    printf("%s: %d results with launches (%d skipped: the GPU builds do not run them, %d errors)\n", what,
+           t->results, t->skipped, t->errors);
+    if (t->errors)
+        printf("  first error: %s\n", t->first_error);
+    int gaps = launch_print(t, sp, quiet);
+    if (t->mismatches)
+        printf("  %d result%s launched other than the chooser predicted from the plan; first: %s\n", t->mismatches,
+               t->mismatches == 1 ? "" : "s", t->first_mismatch);
+    printf("launch coverage: %d gap%s (launch choices the target takes that no case makes it take), %d "
+           "unpredicted launch%s\n",
+           gaps, gaps == 1 ? "" : "s", t->mismatches, t->mismatches == 1 ? "" : "es");
+    if (gaps || t->mismatches)
+        return SWA_EXIT_MISMATCH;
+    if (t->errors)
+        return SWA_EXIT_RUNTIME;
+    if (!t->results) {
+        printf("launch coverage: nothing was launched or predicted: not a pass\n");
+        return SWA_EXIT_NOTHING_COMPARED;
+    }
+    return SWA_EXIT_OK;
+}
+
+static int launches_from_report(const char *path, bool quiet)
+{
+    swa_run_results *rr = calloc(1, sizeof *rr);
+    launch_tally *t = calloc(1, sizeof *t);
+    swa_error err = {0};
+    int rc = SWA_EXIT_RUNTIME;
+    if (!rr || !t) {
+        fprintf(stderr, "swadiff coverage: out of memory\n");
+        goto out;
+    }
+    if (swa_report_read(path, rr, &err) != SWA_OK) {
+        fprintf(stderr, "swadiff coverage: --launches-from %s: %s\n", path, err.message);
+        rc = SWA_EXIT_USAGE;
+        goto out;
+    }
+    swa_launch_target target;
+    if (!rr->env.launch_target[0]) {
+        fprintf(stderr,
+                "swadiff coverage: --launches-from %s: the report has no environment.launch_target: its device "
+                "(%s) makes no launch choices (the host emulation), or the report predates 1.6; gate the report "
+                "of a GPU run\n",
+                path, rr->env.devices[0] ? rr->env.devices : "unnamed");
+        rc = SWA_EXIT_USAGE;
+        goto out;
+    }
+    if (swa_launch_target_parse(rr->env.launch_target, &target, &err) != SWA_OK) {
+        fprintf(stderr, "swadiff coverage: --launches-from %s: environment.launch_target: %s\n", path, err.message);
+        rc = SWA_EXIT_USAGE;
+        goto out;
+    }
+    for (int i = 0; i < rr->count; i++) {
+        const swa_result *r = &rr->items[i];
+        swa_launch l;
+        if (!r->launch[0]) {
+            t->skipped++;
+            continue;
+        }
+        if (swa_launch_parse(r->launch, &l, &err) != SWA_OK) {
+            launch_error(t, r->id, r->backend, err.message);
+            continue;
+        }
+        launch_tally_add(t, &l);
+        if (r->launch_predicted[0]) {
+            if (!t->mismatches)
+                snprintf(t->first_mismatch, sizeof t->first_mismatch, "%s [%s]: launched %s; predicted %s",
+                         r->id, r->backend, r->launch, r->launch_predicted);
+            t->mismatches++;
+        }
+    }
+    swa_launch_space sp;
+    swa_launch_space_of(&target, &sp);
+    printf("swadiff coverage --launches-from %s: %d results, target %s\n\n", path, rr->count, rr->env.launch_target);
+    rc = launch_finish(t, &sp, quiet, "recorded");
+out:
+    if (rr)
+        swa_run_results_free(rr);
+    free(rr);
+    free(t);
+    return rc;
+}
+
+static int launches_predicted(const swa_launch_target *target, const char *name, const swa_case_list *all,
+                              unsigned backend_mask, const swa_device_ops *dev, bool quiet)
+{
+    launch_tally *t = calloc(1, sizeof *t);
+    if (!t) {
+        fprintf(stderr, "swadiff coverage: out of memory\n");
+        return SWA_EXIT_RUNTIME;
+    }
+    int nb;
+    const swa_backend *const *backends = swa_backends(&nb);
+    for (int i = 0; i < all->count; i++)
+        for (int k = 0; k < nb; k++) {
+            const swa_backend *b = backends[k];
+            if (!(all->cases[i].backends & b->flag) || (backend_mask && !(backend_mask & b->flag)))
+                continue;
+            launch_predict_pair(&all->cases[i], b, dev, target, t);
+        }
+    char text[160];
+    swa_launch_target_format(target, text, sizeof text);
+    printf("swadiff coverage --launches %s: %d cases, predicted by the launch chooser (%s)\n\n", name, all->count,
+           text);
+    swa_launch_space sp;
+    swa_launch_space_of(target, &sp);
+    int rc = launch_finish(t, &sp, quiet, "predicted");
+    free(t);
+    return rc;
+}
+
 int swa_cmd_coverage(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"device", required_argument, 0, 'd'}, {"backend", required_argument, 0, 'b'},
         {"json", required_argument, 0, 'J'},   {"quiet", no_argument, 0, 'q'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
+        {"help", no_argument, 0, 'h'},         {"launches", required_argument, 0, 'L'},
+        {"launches-from", required_argument, 0, 'R'}, {0, 0, 0, 0},
     };
-    const char *device_name = "host", *json_path = NULL;
+    const char *device_name = "host", *json_path = NULL, *launch_name = NULL, *launch_report = NULL;
     unsigned backend_mask = 0;
     bool quiet = false;
     char bad[128];
@@ -365,10 +615,31 @@ int swa_cmd_coverage(int argc, char **argv)
             }
             break;
         case 'J': json_path = optarg; break;
+        case 'L': launch_name = optarg; break;
+        case 'R': launch_report = optarg; break;
         case 'q': quiet = true; break;
         case 'h': return coverage_usage(stdout);
         default: return coverage_usage(stderr);
         }
+    }
+    swa_launch_target target;
+    if ((launch_name || launch_report) && json_path) {
+        fprintf(stderr, "swadiff coverage: --json writes the plan decisions; it does not go with --launches or "
+                        "--launches-from\n");
+        return SWA_EXIT_USAGE;
+    }
+    if (launch_report) {
+        if (launch_name || optind < argc) {
+            fprintf(stderr, "swadiff coverage: --launches-from REPORT takes no --launches and no case paths (the "
+                            "report's results are the cases)\n");
+            return SWA_EXIT_USAGE;
+        }
+        return launches_from_report(launch_report, quiet);
+    }
+    if (launch_name && !swa_launch_target_named(launch_name, &target)) {
+        fprintf(stderr, "swadiff coverage: --launches: unknown target '%s' (expected %s)\n", launch_name,
+                swa_launch_target_names());
+        return SWA_EXIT_USAGE;
     }
     int exit_code = SWA_EXIT_OK;
     const swa_device_ops *dev = swa_cli_device(device_name, &exit_code);
@@ -377,6 +648,11 @@ int swa_cmd_coverage(int argc, char **argv)
     swa_case_list all = {0};
     int rc = swa_cli_load_cases(argc - optind, argv + optind, &all);
     if (rc) {
+        swa_case_list_free(&all);
+        return rc;
+    }
+    if (launch_name) {
+        rc = launches_predicted(&target, launch_name, &all, backend_mask, dev, quiet);
         swa_case_list_free(&all);
         return rc;
     }

@@ -69,6 +69,23 @@ static void add_string_or_null(cJSON *obj, const char *key, const char *s)
         cJSON_AddNullToObject(obj, key);
 }
 
+/* "key=value;key=v1+v2" text as an object of key -> value; nothing for "". */
+static void add_keyed(cJSON *o, const char *field, const char *text_in)
+{
+    if (!text_in[0])
+        return;
+    cJSON *dec = cJSON_AddObjectToObject(o, field);
+    char text[1024];
+    snprintf(text, sizeof text, "%s", text_in);
+    for (char *save = NULL, *kv = strtok_r(text, ";", &save); kv; kv = strtok_r(NULL, ";", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq)
+            continue;
+        *eq = '\0';
+        add_str(dec, kv, eq + 1);
+    }
+}
+
 static cJSON *index_json(const swa_index *ix)
 {
     if (ix->request < 0)
@@ -306,18 +323,11 @@ cJSON *swa_report_case_json(const swa_result *r)
     /* report 1.2: what the plan decided (plan_decisions.h), as an object of
      * key -> value ("v1+v2" for a per-request set); absent when no plan
      * was built */
-    if (r->decisions[0]) {
-        cJSON *dec = cJSON_AddObjectToObject(o, "decisions");
-        char text[sizeof r->decisions];
-        snprintf(text, sizeof text, "%s", r->decisions);
-        for (char *save = NULL, *kv = strtok_r(text, ";", &save); kv; kv = strtok_r(NULL, ";", &save)) {
-            char *eq = strchr(kv, '=');
-            if (!eq)
-                continue;
-            *eq = '\0';
-            add_str(dec, kv, eq + 1);
-        }
-    }
+    add_keyed(o, "decisions", r->decisions);
+    /* report 1.6: what the GPU kernels launched (launch_choice.h), and the
+     * chooser's prediction only where it differs */
+    add_keyed(o, "launch", r->launch);
+    add_keyed(o, "launch_predicted", r->launch_predicted);
     return o;
 }
 
@@ -341,6 +351,8 @@ cJSON *swa_report_environment_json(const swa_environment *env)
     add_str(e, "toolkit", env->toolkit);
     add_str(e, "host", env->host);
     add_str(e, "command_line", env->command_line);
+    if (env->launch_target[0]) /* report 1.6 */
+        add_str(e, "launch_target", env->launch_target);
     return e;
 }
 

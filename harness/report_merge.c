@@ -412,6 +412,8 @@ int swa_merge_main(int argc, char **argv)
         }
         if (i == 0)
             merged.env = shard.env;
+        else if (strcmp(merged.env.launch_target, shard.env.launch_target) != 0)
+            merged.env.launch_target[0] = '\0'; /* shards of other GPUs: no one target to gate the launches by */
         add_unique_lines(merged.env.devices, sizeof merged.env.devices, shard.env.devices);
         add_unique_line(hosts, sizeof hosts, shard.env.host);
         if (i == 0 || (shard.started > 0 && shard.started < first_start))

@@ -304,27 +304,34 @@ static bool decision_word(const char *s, bool value)
     return true;
 }
 
-static void read_decisions(reader *rd, const cJSON *obj, swa_result *r)
+/* An object of names to value strings as "key=value;..." in out (the
+ * decisions, and the launch records of report 1.6 whose keys carry their
+ * executor: "prefill.kernel"); absent leaves out empty. */
+static void read_keyed(reader *rd, const cJSON *obj, const char *field, char *out, size_t size)
 {
-    const cJSON *dec = cJSON_GetObjectItemCaseSensitive(obj, "decisions");
-    r->decisions[0] = '\0';
+    const cJSON *dec = cJSON_GetObjectItemCaseSensitive(obj, field);
+    out[0] = '\0';
     if (!dec || rd->failed)
         return;
     if (!cJSON_IsObject(dec)) {
-        type_error(rd, "decisions", "an object of decision names to value strings");
+        type_error(rd, field, "an object of names to value strings");
         return;
     }
+    bool dotted = strcmp(field, "decisions") != 0;
     size_t len = 0;
     for (const cJSON *d = dec->child; d; d = d->next) {
-        if (!cJSON_IsString(d) || !d->string || !decision_word(d->string, false) ||
+        if (!cJSON_IsString(d) || !d->string || !decision_word(d->string, dotted) ||
             !decision_word(d->valuestring, true)) {
-            type_error(rd, "decisions", "an object of decision names ([A-Za-z0-9_]) to values ([A-Za-z0-9_+.-])");
+            type_error(rd, field,
+                       dotted ? "an object of names ([A-Za-z0-9_.+-]) to values ([A-Za-z0-9_+.-])"
+                              : "an object of decision names ([A-Za-z0-9_]) to values ([A-Za-z0-9_+.-])");
             return;
         }
-        int n = snprintf(r->decisions + len, sizeof r->decisions - len, "%s%s=%s", len ? ";" : "", d->string,
-                         d->valuestring);
-        if (n < 0 || (size_t)n >= sizeof r->decisions - len) {
-            type_error(rd, "decisions", "at most 1023 bytes of decisions");
+        int n = snprintf(out + len, size - len, "%s%s=%s", len ? ";" : "", d->string, d->valuestring);
+        if (n < 0 || (size_t)n >= size - len) {
+            char what[64];
+            snprintf(what, sizeof what, "at most %zu bytes of %s", size - 1, field);
+            type_error(rd, field, what);
             return;
         }
         len += (size_t)n;
@@ -480,7 +487,9 @@ swa_status swa_report_case_from_json(const cJSON *obj, const char *where, swa_re
     }
     get_string(&rd, obj, "reproduce", r->reproduce, sizeof r->reproduce, false);
     read_kernel(&rd, obj, r);
-    read_decisions(&rd, obj, r);
+    read_keyed(&rd, obj, "decisions", r->decisions, sizeof r->decisions);
+    read_keyed(&rd, obj, "launch", r->launch, sizeof r->launch);
+    read_keyed(&rd, obj, "launch_predicted", r->launch_predicted, sizeof r->launch_predicted);
     read_repeat(&rd, obj, r);
     read_xfail(&rd, obj, r);
     if (rd.failed) {
@@ -582,6 +591,8 @@ static swa_status read_environment(const cJSON *root, const char *where, swa_run
     get_string(&rd, env, "toolkit", e->toolkit, sizeof e->toolkit, false);
     get_string(&rd, env, "host", e->host, sizeof e->host, false);
     get_string(&rd, env, "command_line", e->command_line, sizeof e->command_line, false);
+    if (cJSON_GetObjectItemCaseSensitive(env, "launch_target")) /* report 1.6, optional */
+        get_string(&rd, env, "launch_target", e->launch_target, sizeof e->launch_target, false);
     const cJSON *devices = need(&rd, env, "devices", "an array of strings");
     size_t len = 0;
     for (const cJSON *d = devices && cJSON_IsArray(devices) ? devices->child : NULL; d; d = d->next)

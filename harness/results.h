@@ -73,6 +73,11 @@ typedef struct swa_result {
                                     "" when the device does not say (host emulation, external backends) */
     char decisions[1024];        /* what the plan decided, "key=value;key=v1+v2" (backends/plan_decisions.h);
                                   * "" when no plan was built (skip, refusal, external backend) */
+    char launch[512];            /* what the GPU kernels launched, "prefill.kernel=wgmma_ws_128;..."
+                                  * (backends/launch_choice.h; swa_device_ops.last_launch); "" when the
+                                  * device has no launch choices (host) or nothing ran */
+    char launch_predicted[512];  /* the chooser's prediction from the plan, kept only when it differs
+                                  * from launch (a model the gate calls wrong) */
     /* shape summary for the HTML heatmap captions */
     int num_requests, total_qo, num_qo_heads, num_kv_heads, head_dim, window_left;
     int window_right;            /* -1 unbounded (0 for causal cases) */
@@ -95,6 +100,8 @@ typedef struct swa_environment {
     char devices[512];           /* one line per device used */
     char toolkit[256];
     char command_line[1024];
+    char launch_target[160];     /* the GPU the launch choices were made for (launch_choice.h's text),
+                                    "" when the device has none (host) */
 } swa_environment;
 
 /* What decides a run's (case, backend) set, recorded in its report so that

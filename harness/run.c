@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends/launch_choice.h"
 #include "backends/plan_decisions.h"
 #include "reference/reference.h"
 #include "backends/layer_plans.h"
@@ -541,6 +542,35 @@ static void judge_skip(const swa_case *c, const swa_backend *b, swa_result *r)
                  b->name, reason, b->name);
 }
 
+/* What the GPU kernels launched (the device's record since the reset
+ * before the run), and the launch chooser's prediction from the plans (every
+ * layer's for an interleaved-layer case) kept where it differs: a
+ * difference is the model's fault, which `swadiff coverage --launches`
+ * reports.  Nothing on a device without launch choices, nothing predicted
+ * for a backend the model does not know (external ones). */
+static void record_launch(const swa_device_ops *dev, const swa_case *c, const swa_backend *b, const swa_exec *x,
+                          const swa_run_opts *ro, swa_result *r)
+{
+    if (!dev->last_launch || !dev->launch_target)
+        return;
+    swa_launch got, want;
+    dev->last_launch(&got);
+    swa_launch_format(&got, r->launch, sizeof r->launch);
+    swa_launch_target t;
+    dev->launch_target(&t);
+    memset(&want, 0, sizeof want);
+    for (int l = 0; l < (c->num_layers > 0 ? c->num_layers : 1); l++) {
+        swa_launch one;
+        if (swa_launch_predict(&t, b, c->num_layers > 0 ? x->layers.plan[l] : x->plan, ro->return_lse, &one,
+                               &(swa_error){0}) != SWA_OK)
+            return;
+        for (int k = 0; k < SWA_LA_COUNT; k++)
+            want.set[k] |= one.set[k];
+    }
+    if (memcmp(&got, &want, sizeof got) != 0)
+        swa_launch_format(&want, r->launch_predicted, sizeof r->launch_predicted);
+}
+
 void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_backend *b, swa_result *r,
                  void **out_copy, float **lse_copy)
 {
@@ -588,8 +618,10 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
                        .return_lse = c->return_lse || b->lse_base != 0};
     /* the device names the kernel the run below launches (read after it) */
     if (cfg->device->last_kernel) cfg->device->last_kernel(NULL, 0);
+    if (cfg->device->last_launch) cfg->device->last_launch(NULL);
     st = exec_run(ctx, b, &ro, out_bytes, lse_bytes, &x, &err);
     if (cfg->device->last_kernel) cfg->device->last_kernel(r->kernel, sizeof r->kernel);
+    if (st == SWA_OK) record_launch(cfg->device, c, b, &x, &ro, r);
     if (st != SWA_OK)
         goto fail;
     r->stage[SWA_STAGE_BACKEND] = swa_now() - t0;

@@ -174,3 +174,111 @@ Test(coverage, merge_refuses_malformed_decisions)
     cr_expect_neq(rc, 0, "%s", out);
     cr_expect(strstr(out, "decisions") && strstr(out, "cases[0]"), "the error should name the place:\n%s", out);
 }
+
+/* ---- launch coverage (swadiff coverage --launches, --launches-from) ---------------- */
+
+/* The CI gate: on each target the shipped library makes the GPU kernels
+ * take every launch choice the target's launchers can take. */
+Test(coverage, shipped_library_takes_every_launch_choice_of_each_target)
+{
+    const char *targets[] = {"h200", "sm80", "portable"};
+    for (int i = 0; i < 3; i++) {
+        int rc = sh("cd '%s' && '%s' coverage -q --launches %s cases", SRC, SWADIFF_BINARY, targets[i]);
+        cr_expect_eq(rc, 0, "%s:\n%s", targets[i], out);
+        cr_expect(strstr(out, "launch coverage: 0 gaps") && strstr(out, "0 unpredicted launches"), "%s", out);
+    }
+}
+
+/* The gate can fail: without cases/launch_choices.json an H200 never runs
+ * the persistent prefill grid nor decode groups past 32 query heads per KV
+ * head, and the command says which, exit 1. */
+Test(coverage, removing_the_launch_cases_reports_the_launches_never_taken)
+{
+    cr_assert_eq(sh("mkdir -p '%s/lib' && cp -r '%s/cases/.' '%s/lib/' && rm '%s'/lib/launch_choices.json", tmpdir, SRC,
+                    tmpdir, tmpdir),
+                 0, "%s", out);
+    int rc = sh("'%s' coverage -q --launches h200 '%s/lib'", SWADIFF_BINARY, tmpdir);
+    cr_expect_eq(rc, 1, "gaps are the failures exit code, got %d:\n%s", rc, out);
+    cr_expect(strstr(out, "persistent 0 GAP"), "%s", out);
+    cr_expect(strstr(out, "5_up 0 GAP"), "%s", out);
+    cr_expect(strstr(out, "pair GAP prefill.grid=persistent x prefill.head_dim=128"), "%s", out);
+}
+
+Test(coverage, launch_usage_errors_are_named)
+{
+    int rc = sh("'%s' coverage --launches h100 '%s/cases'", SWADIFF_BINARY, SRC);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "unknown target 'h100' (expected h200, sm80, portable)"), "%s", out);
+    rc = sh("'%s' coverage --launches h200 --json x.json '%s/cases'", SWADIFF_BINARY, SRC);
+    cr_expect_eq(rc, 2, "%s", out);
+    rc = sh("'%s' coverage --launches-from r.json '%s/cases'", SWADIFF_BINARY, SRC);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "takes no --launches and no case paths"), "%s", out);
+}
+
+static void edit_report(const char *path, void (*edit)(cJSON *root))
+{
+    cJSON *root = read_json_file(path);
+    cr_assert_not_null(root);
+    edit(root);
+    char *text = cJSON_Print(root);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+    free(text);
+    cJSON_Delete(root);
+}
+
+static void as_gpu_report(cJSON *root)
+{
+    cJSON_AddStringToObject(cJSON_GetObjectItem(root, "environment"), "launch_target",
+                            "portable=0;wgmma=1;sm_count=132;prefill_engine=2;rows_per_warp=32;decode_warps=2;ws_ctas=0");
+    int i = 0;
+    cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(root, "cases"))
+    {
+        cJSON *l = cJSON_AddObjectToObject(c, "launch");
+        cJSON_AddStringToObject(l, "decode_fa2.kernel", "mma_sync_w2");
+        cJSON_AddStringToObject(l, "decode_fa2.row_blocks", "1");
+        if (i++ == 1) { /* one result whose launch the chooser did not predict */
+            cJSON *p = cJSON_AddObjectToObject(c, "launch_predicted");
+            cJSON_AddStringToObject(p, "decode_fa2.kernel", "mma_sync_w4");
+        }
+    }
+}
+
+static void with_unknown_value(cJSON *root)
+{
+    cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "cases"), 0);
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(c, "launch"), "decode_fa2.kernel", cJSON_CreateString("mma_sync_w3"));
+}
+
+/* The GPU run's gate over its report: the launches recorded, the target
+ * the report names; a launch the chooser did not predict fails it; a report
+ * of the host emulation has nothing to gate and says so (exit 2, not 0). */
+Test(coverage, launches_from_a_report_gate_what_ran)
+{
+    int rc = sh("cd '%s' && '%s' run -q --device host --backend decode_fa2 --report '%s/r' cases/sentinel_values.json", SRC,
+                SWADIFF_BINARY, tmpdir);
+    cr_assert_eq(rc, 0, "%s", out);
+    char path[512];
+    snprintf(path, sizeof path, "%s/r/report.json", tmpdir);
+    rc = sh("'%s' coverage --launches-from '%s'", SWADIFF_BINARY, path);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "no environment.launch_target") && strstr(out, "gate the report of a GPU run"), "%s", out);
+
+    edit_report(path, as_gpu_report);
+    rc = sh("'%s' coverage -q --launches-from '%s'", SWADIFF_BINARY, path);
+    cr_expect_eq(rc, 1, "%s", out);
+    cr_expect(strstr(out, "1 result launched other than the chooser predicted from the plan") &&
+                  strstr(out, "launched decode_fa2.kernel=mma_sync_w2;decode_fa2.row_blocks=1; predicted "
+                              "decode_fa2.kernel=mma_sync_w4"),
+              "%s", out);
+    cr_expect(strstr(out, "prefill.kernel") && strstr(out, "wgmma_ws_128 0 GAP"),
+              "a decode-only run leaves the prefill kernels untaken:\n%s", out);
+
+    edit_report(path, with_unknown_value);
+    rc = sh("'%s' coverage -q --launches-from '%s'", SWADIFF_BINARY, path);
+    cr_expect(strstr(out, "unknown value \"mma_sync_w3\""), "%s", out);
+}

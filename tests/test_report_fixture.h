@@ -146,6 +146,9 @@ static __attribute__((unused)) void fix_environment(swa_environment *env)
     snprintf(env->devices, sizeof env->devices, "host: emulated H200 (132 SMs)\ncuda: not built");
     snprintf(env->toolkit, sizeof env->toolkit, "gcc 12.2, OpenBLAS 0.3.21");
     snprintf(env->command_line, sizeof env->command_line, "swadiff run cases/ --report out");
+    /* report 1.6: the GPU the launch choices were made for */
+    snprintf(env->launch_target, sizeof env->launch_target,
+             "portable=0;wgmma=1;sm_count=132;prefill_engine=2;rows_per_warp=32;decode_warps=2;ws_ctas=0");
 }
 
 /* What a `swadiff run cases/ --shard I/N` records (report 1.4): the
@@ -206,6 +209,11 @@ static __attribute__((unused)) void fix_results(swa_run_results *rr)
              "per-element mask: rows past the window attend to stale keys");
     snprintf(seed->kernel, sizeof seed->kernel,
              "prefill wgmma-ws: 2 consumer warpgroups + producer, 5-stage ring, K/V by cp.async");
+    /* report 1.6: what it launched, and a prediction that differs */
+    snprintf(seed->launch, sizeof seed->launch,
+             "prefill.kernel=mma_sync_16+wgmma_ws_128;prefill.grid=persistent;prefill.sub_tiles=1;prefill.merge=none;"
+             "prefill.head_dim=128;prefill.dtype=bf16");
+    snprintf(seed->launch_predicted, sizeof seed->launch_predicted, "prefill.kernel=wgmma_ws_128;prefill.grid=per_item");
 
     swa_result e, s;
     memset(&e, 0, sizeof e);

@@ -1090,6 +1090,8 @@ extern "C" const swa_device_ops SWA_DEV_SYM(device_ops) = {
     swa_cuda_last_kernel,
     cuda_describe_each,
     cuda_external_run,
+    swa_cuda_launch_target,
+    swa_cuda_last_launch,
 };
 #endif
 

@@ -15,12 +15,15 @@
 #define SWADIFF_CUDA_INTERNAL_CUH
 
 #include "backends/cuda/vendor.cuh"
+#include "backends/launch_choice.h"
 #include "backends/plan.h"
 #include "core/common.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <type_traits>
 
 namespace SWA_NS {
 
@@ -136,6 +139,18 @@ extern swa_cuda_tuning swa_cuda_tune; /* cuda_common.cu */
  * last_kernel reports it): the latest call wins. */
 void swa_cuda_note_kernel(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void swa_cuda_last_kernel(char *buf, size_t n);
+/* The launch choices (backends/launch_choice.h): the target the launchers
+ * choose for (this GPU, swa_cuda_tune), and the record of what they
+ * launched since the last reset (the union over launches; NULL resets). */
+void swa_cuda_launch_target(swa_launch_target *t);
+bool swa_cuda_prefill_wgmma_ready(void); /* prefill.cu */
+void swa_cuda_note_launch(const swa_launch *l);
+void swa_cuda_last_launch(swa_launch *out);
+/* The dtype a kernel's element type instantiates. */
+template <typename T> static inline swa_dtype swa_cuda_dtype_of(void)
+{
+    return std::is_same<T, swa_bf16_t>::value ? SWA_DTYPE_BF16 : SWA_DTYPE_FP16;
+}
 /* The same knobs for C callers (tests/gpu_test_kernels.c runs every variant). */
 extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_warps);
 extern "C" void SWA_DEV_SYM(set_prefill_engine)(int engine); /* 0 mma.sync, 1 wgmma, 2 wgmma-ws */

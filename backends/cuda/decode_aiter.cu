@@ -171,9 +171,13 @@ __global__ void __launch_bounds__(128) swa_aiter_reduce_kernel(const swa_cuda_ai
 // launcher
 
 template <class Cfg, typename T, bool MUT>
-static swa_status swa_aiter_launch_cfg(const swa_cuda_aiter_params *pp, cudaStream_t stream, swa_error *err)
+static swa_status swa_aiter_launch_cfg(const swa_cuda_aiter_params *pp, swa_decode_choice choice, cudaStream_t stream,
+                                       swa_error *err)
 {
     constexpr int D = Cfg::D;
+    if (Cfg::NW != choice.warps)
+        return swa_error_set(err, SWA_ERR_DEVICE, "cuda decode_aiter: the launch chooser picked %d warps, the "
+                             "dispatch instantiated %d", choice.warps, Cfg::NW);
     swa_cuda_aiter_params p = *pp;
     p.row_blocks = (p.group_size + 15) / 16;
     if (p.num_seqs <= 0) return SWA_OK;
@@ -189,6 +193,11 @@ static swa_status swa_aiter_launch_cfg(const swa_cuda_aiter_params *pp, cudaStre
     long long warps = (long long)p.num_seqs * p.num_qo_heads;
     swa_aiter_reduce_kernel<T, D><<<(unsigned)((warps + SWA_MERGE_WARPS - 1) / SWA_MERGE_WARPS), 128, 0, stream>>>(p);
     SWA_CUDA_TRY_LAUNCH("decode_aiter reduce kernel");
+    swa_launch rec = {{0}};
+    choice.row_blocks = p.row_blocks; /* what the grid was sized by */
+    choice.partitions = p.max_num_partitions;
+    swa_launch_add_decode(&rec, &choice, true, D, swa_cuda_dtype_of<T>());
+    swa_cuda_note_launch(&rec);
     return SWA_OK;
 }
 
@@ -197,12 +206,18 @@ static swa_status swa_aiter_launch_cfg(const swa_cuda_aiter_params *pp, cudaStre
 template <int D, typename T, bool MUT>
 static swa_status swa_aiter_launch_d(const swa_cuda_aiter_params *p, cudaStream_t stream, swa_error *err)
 {
+    swa_launch_target target;
+    swa_cuda_launch_target(&target);
+    swa_decode_shape shape = {true, D, p->group_size, 0, 0, false, p->num_seqs, p->max_num_partitions};
+    swa_decode_choice c;
+    swa_status st = swa_decode_choose(&target, &shape, &c, err);
+    if (st != SWA_OK) return st;
 #if !SWA_TENSOR_CORE_ENGINE
-    return swa_aiter_launch_cfg<swa_portable_cfg<D>, T, MUT>(p, stream, err);
+    return swa_aiter_launch_cfg<swa_portable_cfg<D>, T, MUT>(p, c, stream, err);
 #else
-    if (swa_cuda_tune.decode_warps == 2)
-        return swa_aiter_launch_cfg<swa_engine_cfg<D, 1, 2>, T, MUT>(p, stream, err);
-    return swa_aiter_launch_cfg<swa_engine_cfg<D, 1, 4>, T, MUT>(p, stream, err);
+    if (c.kernel == SWA_DK_MMA_W2)
+        return swa_aiter_launch_cfg<swa_engine_cfg<D, 1, 2>, T, MUT>(p, c, stream, err);
+    return swa_aiter_launch_cfg<swa_engine_cfg<D, 1, 4>, T, MUT>(p, c, stream, err);
 #endif
 }
 

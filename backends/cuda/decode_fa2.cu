@@ -160,9 +160,12 @@ __global__ void __launch_bounds__(128) swa_fa2_merge_kernel(const swa_cuda_fa2_p
 
 template <class Cfg, typename T, bool MUT>
 static swa_status swa_fa2_launch_cfg(const swa_cuda_fa2_params *pp, int grid_work, int capacity_requests,
-                                     bool write_lse, cudaStream_t stream, swa_error *err)
+                                     bool write_lse, swa_decode_choice choice, cudaStream_t stream, swa_error *err)
 {
     constexpr int D = Cfg::D;
+    if (Cfg::NW != choice.warps)
+        return swa_error_set(err, SWA_ERR_DEVICE, "cuda decode_fa2: the launch chooser picked %d warps, the dispatch "
+                             "instantiated %d", choice.warps, Cfg::NW);
     swa_cuda_fa2_params p = *pp;
     if (!write_lse) p.lse = NULL;
     p.row_blocks = (p.group_size + 15) / 16;
@@ -181,6 +184,10 @@ static swa_status swa_fa2_launch_cfg(const swa_cuda_fa2_params *pp, int grid_wor
         swa_fa2_merge_kernel<T, D, MUT><<<blocks, 128, 0, stream>>>(p);
         SWA_CUDA_TRY_LAUNCH("decode_fa2 merge kernel");
     }
+    swa_launch rec = {{0}};
+    choice.row_blocks = p.row_blocks; /* what the grid was sized by */
+    swa_launch_add_decode(&rec, &choice, false, D, swa_cuda_dtype_of<T>());
+    swa_cuda_note_launch(&rec);
     if (MUT && p.mutant == SWA_MUTANT_OOB_WRITE && p.oob_at && p.oob_bytes > 0) {
         swa_fa2_oob_write_kernel<<<1, 1, 0, stream>>>(p.oob_at, p.oob_bytes, p.oob_value);
         SWA_CUDA_TRY_LAUNCH("decode_fa2 oob write");
@@ -198,12 +205,18 @@ template <int D, typename T, bool MUT>
 static swa_status swa_fa2_launch_d(const swa_cuda_fa2_params *p, int grid_work, int capacity_requests,
                                    bool write_lse, cudaStream_t stream, swa_error *err)
 {
+    swa_launch_target target;
+    swa_cuda_launch_target(&target);
+    swa_decode_shape shape = {false, D, p->group_size, grid_work, capacity_requests, p->split_kv, 0, 0};
+    swa_decode_choice c;
+    swa_status st = swa_decode_choose(&target, &shape, &c, err);
+    if (st != SWA_OK) return st;
 #if !SWA_TENSOR_CORE_ENGINE
-    return swa_fa2_launch_cfg<swa_portable_cfg<D>, T, MUT>(p, grid_work, capacity_requests, write_lse, stream, err);
+    return swa_fa2_launch_cfg<swa_portable_cfg<D>, T, MUT>(p, grid_work, capacity_requests, write_lse, c, stream, err);
 #else
-    if (swa_cuda_tune.decode_warps == 2)
-        return swa_fa2_launch_cfg<swa_engine_cfg<D, 1, 2>, T, MUT>(p, grid_work, capacity_requests, write_lse, stream, err);
-    return swa_fa2_launch_cfg<swa_engine_cfg<D, 1, 4>, T, MUT>(p, grid_work, capacity_requests, write_lse, stream, err);
+    if (c.kernel == SWA_DK_MMA_W2)
+        return swa_fa2_launch_cfg<swa_engine_cfg<D, 1, 2>, T, MUT>(p, grid_work, capacity_requests, write_lse, c, stream, err);
+    return swa_fa2_launch_cfg<swa_engine_cfg<D, 1, 4>, T, MUT>(p, grid_work, capacity_requests, write_lse, c, stream, err);
 #endif
 }
 

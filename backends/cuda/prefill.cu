@@ -308,6 +308,7 @@ static bool swa_prefill_wgmma_ready(void)
 }
 
 extern "C" int SWA_DEV_SYM(prefill_wgmma_available)(void) { return swa_prefill_wgmma_ready() ? 1 : 0; }
+bool swa_cuda_prefill_wgmma_ready(void) { return swa_prefill_wgmma_ready(); }
 
 /* The same question for the current device, not cached: the device probe
  * asks it of every visible GPU in turn (they may differ). */
@@ -421,30 +422,25 @@ template <int D, typename T> static bool swa_prefill_tma_encode(const swa_cuda_p
  * reports/gpu/h200/gather-2026-12-01/). */
 template <class Cfg, typename T, bool MUT>
 static swa_status swa_prefill_launch_ws(swa_cuda_prefill_params p, int items, const char *split,
-                                        cudaStream_t stream, swa_error *err)
+                                        swa_prefill_choice *choice, cudaStream_t stream, swa_error *err)
 {
     auto kernel = swa_prefill_wgmma_ws_kernel<Cfg, T, MUT>;
     int smem = Cfg::SMEM_BYTES, ctas = items;
-    /* the persistent kernel: 128-row tiles, the default ring */
+    /* the persistent kernel: 128-row tiles, the default ring (the chooser
+     * says when; a benchmark ring variant has none and runs per item) */
     constexpr bool can_persist = Cfg::WG == 2 && Cfg::STAGES == 5 && Cfg::LAG == 1 && !Cfg::PINGPONG;
     typedef swa_wgmma_wsp_cfg<Cfg::D, 2, 5, 1, Cfg::RESCALE, Cfg::KV_TPK> PCfg;
     bool persist = false;
     if constexpr (can_persist) { /* (a 64-row or head_dim 256 tile has no persistent kernel) */
-        int want = swa_cuda_tune.prefill_ws_ctas;
-        if (want != SWA_WS_CTAS_PER_ITEM) {
-            if (want == SWA_WS_CTAS_PER_SM) { /* the kernel's shared memory allows one */
-                int dev = 0;
-                SWA_CUDA_TRY(cudaGetDevice(&dev));
-                SWA_CUDA_TRY(cudaDeviceGetAttribute(&want, cudaDevAttrMultiProcessorCount, dev));
-            }
-            if (want < items) {
-                kernel = swa_prefill_wgmma_wsp_kernel<PCfg, T, MUT>;
-                smem = PCfg::SMEM_BYTES;
-                ctas = want;
-                persist = true;
-            }
+        if (choice->persistent) {
+            kernel = swa_prefill_wgmma_wsp_kernel<PCfg, T, MUT>;
+            smem = PCfg::SMEM_BYTES;
+            ctas = choice->ctas;
+            persist = true;
         }
     }
+    choice->persistent = persist; /* the record says what ran */
+    choice->ctas = ctas;
     if constexpr (Cfg::WG == 2) {
         /* setmaxnreg moves registers from the producer to the consumers
          * inside the CTA's allocation: the launch must get at least
@@ -497,10 +493,17 @@ static swa_status swa_prefill_launch_ws(swa_cuda_prefill_params p, int items, co
 /* ENGINE: 0 mma.sync (or the portable engine), 1 wgmma, 2 wgmma warp-specialised */
 template <class Cfg, typename T, bool MUT, int ENGINE = 0>
 static swa_status swa_prefill_launch_cfg(const swa_cuda_prefill_params *pp, int num_work, bool write_lse,
-                                         cudaStream_t stream, swa_error *err)
+                                         swa_prefill_choice choice, cudaStream_t stream, swa_error *err)
 {
     swa_cuda_prefill_params p = *pp;
     if (!write_lse) p.lse = NULL;
+    /* the kernel instantiated must be the one chosen (launch_choice.c),
+     * or the record and the gate would describe another launch */
+    if (Cfg::ROWS != choice.rows || Cfg::NW != choice.warps)
+        return swa_error_set(err, SWA_ERR_DEVICE,
+                             "cuda prefill: the launch chooser picked %s (%d rows, %d warps) but the dispatch "
+                             "instantiated a kernel of %d rows, %d warps",
+                             swa_prefill_kernel_name(choice.kernel), choice.rows, choice.warps, Cfg::ROWS, Cfg::NW);
     p.sub_tiles = p.cta_tile_q > Cfg::ROWS ? p.cta_tile_q / Cfg::ROWS : 1;
     const char *split = p.split_kv ? ", split-KV + merge" : "";
     if (num_work > 0) {
@@ -510,7 +513,7 @@ static swa_status swa_prefill_launch_cfg(const swa_cuda_prefill_params *pp, int 
                                  items);
 #if SWA_TENSOR_CORE_ENGINE
         if constexpr (ENGINE == 2) {
-            swa_status st = swa_prefill_launch_ws<Cfg, T, MUT>(p, (int)items, split, stream, err);
+            swa_status st = swa_prefill_launch_ws<Cfg, T, MUT>(p, (int)items, split, &choice, stream, err);
             if (st != SWA_OK) return st;
         } else
 #endif
@@ -540,65 +543,76 @@ static swa_status swa_prefill_launch_cfg(const swa_cuda_prefill_params *pp, int 
         swa_prefill_merge_kernel<T, Cfg::D, MUT><<<blocks, 128, 0, stream>>>(p);
         SWA_CUDA_TRY_LAUNCH("prefill merge kernel");
     }
+    swa_launch rec = {{0}};
+    choice.launches = num_work > 0;
+    choice.merge = p.split_kv && p.total_qo > 0;
+    swa_launch_add_prefill(&rec, &choice, Cfg::D, swa_cuda_dtype_of<T>());
+    swa_cuda_note_launch(&rec);
     return SWA_OK;
 }
 
+/* The kernel of each variant the chooser names (launch_choice.c has the
+ * rule, swa_prefill_choose): 16-row tiles as one row group with the keys
+ * over 4 warps; 64 rows as 4 warps x 16; 128 rows as 4 warps x 32 (two
+ * m-tiles share each K/V fragment); the Hopper wgmma engines as one or two
+ * (consumer) warpgroups; head_dim 256 on them one consumer warpgroup of 64
+ * rows (O takes 128 registers per thread) with a 128-row plan tile as two
+ * CTAs. */
 template <int D, typename T, bool MUT>
 static swa_status swa_prefill_launch_d(const swa_cuda_prefill_params *p, int num_work, bool write_lse,
                                        cudaStream_t stream, swa_error *err)
 {
+    swa_launch_target target;
+    swa_cuda_launch_target(&target);
+    swa_prefill_shape shape = {D, p->cta_tile_q, num_work, p->num_kv_heads, p->total_qo, p->split_kv};
+    swa_prefill_choice c;
+    swa_status st = swa_prefill_choose(&target, &shape, &c, err);
+    if (st != SWA_OK) return st;
+    switch (c.kernel) {
 #if !SWA_TENSOR_CORE_ENGINE
-    /* portable engine: 16-row CTAs (a 64/128-row plan tile runs as 4/8 CTAs
-     * sharing the tile's KV range, as the 2-CTA split below does) */
-    return swa_prefill_launch_cfg<swa_portable_cfg<D>, T, MUT>(p, num_work, write_lse, stream, err);
+    case SWA_PK_PORTABLE_16:
+        return swa_prefill_launch_cfg<swa_portable_cfg<D>, T, MUT>(p, num_work, write_lse, c, stream, err);
 #else
-    /* 16-row tiles: one row group, keys split over 4 warps; 64 rows: 4
-     * warps x 16; 128 rows: 4 warps x 32 (two m-tiles share each K/V
-     * fragment), or two 64-row CTAs for D = 256 (registers) */
-    if (p->cta_tile_q <= 16)
-        return swa_prefill_launch_cfg<swa_engine_cfg<D, 1, 4>, T, MUT>(p, num_work, write_lse, stream, err);
-    if constexpr (D <= 128) {
-        /* Hopper wgmma engine (knob, sm_90a image): 128-row tiles as one
-         * CTA of two warpgroups, 64-row tiles as one warpgroup */
-        if (swa_cuda_tune.prefill_engine == 2 && swa_prefill_wgmma_ready()) {
-            if (p->cta_tile_q >= 128) {
-                if constexpr (D == 128 && !MUT && std::is_same<T, swa_half_t>::value) {
-                    /* ring variants for the benchmark's sweep (one shape, so
-                     * that the build does not grow by every combination) */
-                    switch (swa_cuda_tune.prefill_ws_variant) {
-                    case 1: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 4, 1>, T, MUT, 2>(p, num_work, write_lse, stream, err);
-                    case 2: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, true>, T, MUT, 2>(p, num_work, write_lse, stream, err);
-                    case 3: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 6, 2>, T, MUT, 2>(p, num_work, write_lse, stream, err);
-                    case 4: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, false, 2>, T, MUT, 2>(p, num_work, write_lse, stream, err);
-                    case 5: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, false, 1>, T, MUT, 2>(p, num_work, write_lse, stream, err);
-                    case 6: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, false, 0, 4>, T, MUT, 2>(p, num_work, write_lse, stream, err);
-                    case 7: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, false, 0, 2>, T, MUT, 2>(p, num_work, write_lse, stream, err);
-                    default: break;
-                    }
+    case SWA_PK_MMA_16:
+        return swa_prefill_launch_cfg<swa_engine_cfg<D, 1, 4>, T, MUT>(p, num_work, write_lse, c, stream, err);
+    case SWA_PK_MMA_64:
+        return swa_prefill_launch_cfg<swa_engine_cfg<D, 4, 1>, T, MUT>(p, num_work, write_lse, c, stream, err);
+    case SWA_PK_MMA_128:
+        if constexpr (D <= 128)
+            return swa_prefill_launch_cfg<swa_engine_cfg<D, 4, 1, 2>, T, MUT>(p, num_work, write_lse, c, stream, err);
+        break;
+    case SWA_PK_WGMMA_64:
+        return swa_prefill_launch_cfg<swa_wgmma_cfg<D, 1>, T, MUT, 1>(p, num_work, write_lse, c, stream, err);
+    case SWA_PK_WGMMA_128:
+        if constexpr (D <= 128)
+            return swa_prefill_launch_cfg<swa_wgmma_cfg<D, 2>, T, MUT, 1>(p, num_work, write_lse, c, stream, err);
+        break;
+    case SWA_PK_WS_64:
+        return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 1>, T, MUT, 2>(p, num_work, write_lse, c, stream, err);
+    case SWA_PK_WS_128:
+        if constexpr (D <= 128) {
+            if constexpr (D == 128 && !MUT && std::is_same<T, swa_half_t>::value) {
+                /* ring variants for the benchmark's sweep (one shape, so
+                 * that the build does not grow by every combination) */
+                switch (swa_cuda_tune.prefill_ws_variant) {
+                case 1: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 4, 1>, T, MUT, 2>(p, num_work, write_lse, c, stream, err);
+                case 2: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, true>, T, MUT, 2>(p, num_work, write_lse, c, stream, err);
+                case 3: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 6, 2>, T, MUT, 2>(p, num_work, write_lse, c, stream, err);
+                case 4: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, false, 2>, T, MUT, 2>(p, num_work, write_lse, c, stream, err);
+                case 5: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, false, 1>, T, MUT, 2>(p, num_work, write_lse, c, stream, err);
+                case 6: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, false, 0, 4>, T, MUT, 2>(p, num_work, write_lse, c, stream, err);
+                case 7: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, false, 0, 2>, T, MUT, 2>(p, num_work, write_lse, c, stream, err);
+                default: break;
                 }
-                return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2>, T, MUT, 2>(p, num_work, write_lse, stream, err);
             }
-            return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 1>, T, MUT, 2>(p, num_work, write_lse, stream, err);
+            return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2>, T, MUT, 2>(p, num_work, write_lse, c, stream, err);
         }
-        if (swa_cuda_tune.prefill_engine == 1 && swa_prefill_wgmma_ready()) {
-            if (p->cta_tile_q >= 128)
-                return swa_prefill_launch_cfg<swa_wgmma_cfg<D, 2>, T, MUT, 1>(p, num_work, write_lse, stream, err);
-            return swa_prefill_launch_cfg<swa_wgmma_cfg<D, 1>, T, MUT, 1>(p, num_work, write_lse, stream, err);
-        }
-        if (p->cta_tile_q >= 128 && swa_cuda_tune.prefill_rows_per_warp == 32)
-            return swa_prefill_launch_cfg<swa_engine_cfg<D, 4, 1, 2>, T, MUT>(p, num_work, write_lse, stream, err);
-    }
-    if constexpr (D == 256) {
-        /* head_dim 256 on the wgmma engines: one consumer warpgroup of 64
-         * rows (O takes 128 registers per thread), so a 128-row plan tile
-         * runs as two CTAs; a 3-stage ring (64 KB per stage) */
-        if (swa_cuda_tune.prefill_engine == 2 && swa_prefill_wgmma_ready())
-            return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 1>, T, MUT, 2>(p, num_work, write_lse, stream, err);
-        if (swa_cuda_tune.prefill_engine == 1 && swa_prefill_wgmma_ready())
-            return swa_prefill_launch_cfg<swa_wgmma_cfg<D, 1>, T, MUT, 1>(p, num_work, write_lse, stream, err);
-    }
-    return swa_prefill_launch_cfg<swa_engine_cfg<D, 4, 1>, T, MUT>(p, num_work, write_lse, stream, err);
+        break;
 #endif
+    default: break;
+    }
+    return swa_error_set(err, SWA_ERR_DEVICE, "cuda prefill: the launch chooser picked %s for head_dim %d, which this "
+                         "build has no kernel for", swa_prefill_kernel_name(c.kernel), D);
 }
 
 template <typename T, bool MUT>
