@@ -12,7 +12,6 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "backends/launch_choice.h"
 #include "reference/reference.h"
 #include "harness/cli.h"
 #include "harness/report_console.h"
@@ -267,11 +266,7 @@ void swa_cli_environment(swa_environment *env, const swa_device_ops *dev, int ar
     dev->describe(desc, sizeof desc);
     snprintf(env->devices, sizeof env->devices, "%s: %s", dev->name, desc);
     snprintf(env->toolkit, sizeof env->toolkit, "%s", desc);
-    if (dev->launch_target) {
-        swa_launch_target t;
-        dev->launch_target(&t);
-        swa_launch_target_format(&t, env->launch_target, sizeof env->launch_target);
-    }
+
     size_t k = (size_t)snprintf(env->command_line, sizeof env->command_line, "%s", prog);
     for (int i = 0; i < argc && k < sizeof env->command_line; i++)
         k += (size_t)snprintf(env->command_line + k, sizeof env->command_line - k, " %s", argv[i]);

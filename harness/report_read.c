@@ -135,7 +135,8 @@ static swa_index get_index(reader *rd, const cJSON *obj, const char *key)
         return ix;
     ix.request = get_int_in(rd, o, "request", 0, INT_MAX);
     ix.row = get_int_in(rd, o, "row", 0, INT_MAX);
-    ix.position = get_int_in(rd, o, "position", 0, INT_MAX);
+    /* negative for a row before key 0 (qo_len > kv_len: position kv_len - qo_len + i) */
+    ix.position = get_int_in(rd, o, "position", -INT_MAX, INT_MAX);
     ix.head = get_int_in(rd, o, "head", 0, INT_MAX);
     ix.dim = cJSON_GetObjectItemCaseSensitive(o, "dim") ? get_int_in(rd, o, "dim", 0, INT_MAX) : -1;
     return ix;

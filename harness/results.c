@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int swa_run_results_add(swa_run_results *rr, swa_result *r)
 {
@@ -17,6 +18,17 @@ int swa_run_results_add(swa_run_results *rr, swa_result *r)
         rr->capacity = cap;
     }
     rr->items[rr->count++] = *r;
+    /* the GPU the launches were chosen for, as the workers saw it (the
+     * parent never initialises the device: a CUDA context does not survive
+     * fork); results of two targets leave the run with none to gate by */
+    if (r->launch_target[0] && !rr->launch_target_mixed) {
+        if (!rr->env.launch_target[0])
+            snprintf(rr->env.launch_target, sizeof rr->env.launch_target, "%s", r->launch_target);
+        else if (strcmp(rr->env.launch_target, r->launch_target) != 0) {
+            rr->env.launch_target[0] = '\0';
+            rr->launch_target_mixed = true;
+        }
+    }
     /* ownership of the compare arrays moved into the list */
     r->cmp.row_head_ratio = NULL;
     return 0;

@@ -78,6 +78,9 @@ typedef struct swa_result {
                                   * device has no launch choices (host) or nothing ran */
     char launch_predicted[512];  /* the chooser's prediction from the plan, kept only when it differs
                                   * from launch (a model the gate calls wrong) */
+    char launch_target[160];     /* the target the launches were chosen for (launch_choice.h's text);
+                                  * not written per result: swa_run_results_add makes it the run's
+                                  * environment.launch_target */
     /* shape summary for the HTML heatmap captions */
     int num_requests, total_qo, num_qo_heads, num_kv_heads, head_dim, window_left;
     int window_right;            /* -1 unbounded (0 for causal cases) */
@@ -165,6 +168,7 @@ typedef struct swa_run_results {
     double report_seconds;       /* time the parent spent recording results (reports, console) */
     swa_selection selection;     /* the shard and what selected the cases (report 1.4) */
     swa_controls controls;       /* report 1.5 */
+    bool launch_target_mixed;    /* results of two launch targets: env.launch_target stays "" */
 } swa_run_results;
 
 #ifdef __cplusplus

@@ -558,6 +558,7 @@ static void record_launch(const swa_device_ops *dev, const swa_case *c, const sw
     swa_launch_format(&got, r->launch, sizeof r->launch);
     swa_launch_target t;
     dev->launch_target(&t);
+    swa_launch_target_format(&t, r->launch_target, sizeof r->launch_target);
     memset(&want, 0, sizeof want);
     for (int l = 0; l < (c->num_layers > 0 ? c->num_layers : 1); l++) {
         swa_launch one;

@@ -282,3 +282,33 @@ Test(coverage, launches_from_a_report_gate_what_ran)
     rc = sh("'%s' coverage -q --launches-from '%s'", SWADIFF_BINARY, path);
     cr_expect(strstr(out, "unknown value \"mma_sync_w3\""), "%s", out);
 }
+
+/* A merged report keeps the launches and the launch target; and a report
+ * whose worst element sits on a row before key 0 (a negative position)
+ * reads back (merge refused it before). */
+Test(coverage, launches_and_rows_before_key_0_survive_merge)
+{
+    int rc = sh("cd '%s' && '%s' run -q --device host --report '%s/r' cases/empty_rows.json", SRC, SWADIFF_BINARY, tmpdir);
+    cr_assert_eq(rc, 0, "%s", out);
+    char path[512];
+    snprintf(path, sizeof path, "%s/r/report.json", tmpdir);
+    cr_assert_eq(sh("grep -q '\"position\":.*-[0-9]' '%s'", path), 0, "the case file has rows before key 0");
+    edit_report(path, as_gpu_report);
+    rc = sh("'%s' merge '%s/m' '%s'", SWADIFF_BINARY, tmpdir, path);
+    cr_expect_eq(rc, 0, "%s", out);
+    snprintf(path, sizeof path, "%s/m/report.json", tmpdir);
+    cJSON *m = read_json_file(path);
+    const char *target = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "environment"), "launch_target"));
+    cr_expect(target && !strncmp(target, "portable=0;wgmma=1;sm_count=132;", 32), "%s", target ? target : "(none)");
+    int launches = 0, predicted = 0;
+    cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(m, "cases"))
+    {
+        const char *k = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "launch"), "decode_fa2.kernel"));
+        launches += k && !strcmp(k, "mma_sync_w2");
+        predicted += cJSON_GetObjectItem(c, "launch_predicted") != NULL;
+    }
+    cr_expect_eq(launches, cJSON_GetArraySize(cJSON_GetObjectItem(m, "cases")), "every launch record survives merge");
+    cr_expect_eq(predicted, 1, "the one prediction survives merge");
+    cJSON_Delete(m);
+}
