@@ -1,6 +1,7 @@
 /* common.c — the functions of common.h that are not inline: the error
  * setter every layer uses, the one wall clock, the text-file writer and the
- * memory caps read from the environment.
+ * memory caps read from the environment, the flush that remembers why
+ * stdout could not be written.
  * Test: tests/test_compare.c and every test that reads an swa_error;
  * swa_env_bytes: tests/test_env_caps.c. */
 #include "core/common.h"
@@ -32,6 +33,18 @@ double swa_now(void)
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
+
+static int stdout_errno;
+
+int swa_flush(FILE *f)
+{
+    int rc = fflush(f);
+    if (rc != 0 && f == stdout && stdout_errno == 0)
+        stdout_errno = errno;
+    return rc;
+}
+
+int swa_stdout_errno(void) { return stdout_errno; }
 
 bool swa_path_is_special(const char *path)
 {

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #define SWADIFF_VERSION "0.2.0"
@@ -81,6 +82,12 @@ int swa_env_bytes(const char *name, size_t *out, char *why, size_t why_len);
  * with the first malformed one's message in why.  Every command checks them
  * before it loads or runs anything (exit 2 on -1). */
 int swa_env_caps_check(char *why, size_t why_len);
+/* fflush(f); when f is stdout and the flush fails, the errno of the first
+ * failure is kept for swa_stdout_errno (the check at the end of main names
+ * it: by then errno says nothing).  Returns what fflush returned. */
+int swa_flush(FILE *f);
+/* The errno of the first failed swa_flush(stdout), 0 if none failed. */
+int swa_stdout_errno(void);
 /* The host memory swadiff allows itself by default: 80% of physical memory
  * (SIZE_MAX when the system does not say). */
 size_t swa_host_memory_default(void);

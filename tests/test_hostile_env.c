@@ -5,7 +5,9 @@
  *    says one worker; another value is a usage error, not a quiet switch;
  *  - when no worker process can start (too few descriptors), the run does
  *    not fall back to running kernels in its own process without --timeout:
- *    every pair is an error saying why. */
+ *    every pair is an error saying why;
+ *  - stdout that cannot be written (a full disk, a closed descriptor) is an
+ *    error on every command, not a silent exit 0. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -123,4 +125,24 @@ Test(hostile_env, a_tmpdir_too_long_for_the_adapter_scratch_is_named)
                 "misbehave.py error' --backend 'bad:*' '%s'", tmpdir, longdir, SWADIFF_BINARY, SWADIFF_SOURCE_DIR, FIVE);
     cr_expect_neq(rc, 0, "%s", out);
     cr_expect(strstr(out, "TMPDIR is ") && strstr(out, "set a shorter TMPDIR"), "%s", out);
+}
+
+Test(hostile_env, output_lost_to_a_full_disk_is_an_error)
+{
+    /* stdout is block-buffered into /dev/full: the loss showed only at the
+     * flush in exit(), which nobody checked, and the list "succeeded" */
+    static const char *const commands[] = {"list cases '" FIVE "'", "validate '" FIVE "'", "--version",
+                                           "run --device host '" FIVE "'"};
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        int rc = sh("{ '%s' %s >/dev/full; }", SWADIFF_BINARY, commands[i]);
+        cr_expect_eq(rc, 3, "%s: %s", commands[i], out);
+        cr_expect(strstr(out, "write error on standard output: No space left on device"), "%s: %s", commands[i], out);
+    }
+    int rc = sh("{ '%s' list cases '" FIVE "' >&-; }", SWADIFF_BINARY);
+    cr_expect_eq(rc, 3, "a closed stdout: %s", out);
+    cr_expect(strstr(out, "write error on standard output: Bad file descriptor"), "%s", out);
+    /* a reader that stops reading is not an error of the run's */
+    rc = sh("('%s' run --device host '" FIVE "'; echo $? >'%s/rc') | head -c 1 >/dev/null; exit $(cat '%s/rc')",
+            SWADIFF_BINARY, tmpdir, tmpdir);
+    cr_expect_eq(rc, 0, "run | head: %s", out);
 }
