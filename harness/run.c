@@ -225,8 +225,11 @@ swa_status swa_case_ctx_init_dump(swa_case_ctx *ctx, const swa_case *c, const sw
     }
     if (dump_dir) {
         swa_error derr = {0};
-        if (swa_dump_case(dump_dir, c, &ctx->in, ctx->ref_out, ctx->ref_lse, &derr) != SWA_OK)
-            fprintf(stderr, "swadiff: warning: --dump for %s: %s\n", c->id, derr.message);
+        if (swa_dump_case(dump_dir, c, &ctx->in, ctx->ref_out, ctx->ref_lse, &derr) != SWA_OK) {
+            /* each of the case's results says so (dump_failed) */
+            snprintf(ctx->dump_error, sizeof ctx->dump_error, "%s", derr.message);
+            fprintf(stderr, "swadiff: --dump for %s: %s\n", c->id, derr.message);
+        }
     }
     ctx->t_reference = swa_now() - t0;
     t0 = swa_now();
@@ -541,6 +544,28 @@ static void judge_skip(const swa_case *c, const swa_backend *b, swa_result *r)
                  b->name, reason, b->name);
 }
 
+/* --dump was asked for and r's files could not be written (why): a pass or
+ * a skip becomes an error saying so (the run exits 3, not 0, and the reports
+ * agree with the exit code); a failure stays a failure (exit 1 outranks 3)
+ * and its message gets the note. */
+static void dump_failed(swa_result *r, const char *why)
+{
+    if (!strncmp(why, "dump: ", 6))
+        why += 6; /* the writer's prefix; "--dump failed" says it */
+    char was[sizeof r->message];
+    snprintf(was, sizeof was, "%s", r->message);
+    if (r->outcome == SWA_OUTCOME_FAILED || r->outcome == SWA_OUTCOME_ERROR) {
+        size_t k = strlen(r->message);
+        snprintf(r->message + k, sizeof r->message - k, "; and --dump failed: %s", why);
+        return;
+    }
+    const char *outcome = r->outcome == SWA_OUTCOME_PASSED ? "passed" : "skipped";
+    r->outcome = SWA_OUTCOME_ERROR;
+    r->error_status = SWA_ERR_IO;
+    snprintf(r->message, sizeof r->message, "--dump failed: %s (the result itself: %s%s%s)", why, outcome,
+             was[0] ? ": " : "", was);
+}
+
 void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_backend *b, swa_result *r,
                  void **out_copy, float **lse_copy)
 {
@@ -559,6 +584,8 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
         r->outcome = SWA_OUTCOME_SKIPPED;
         snprintf(r->message, sizeof r->message, "%s", why);
         judge_skip(c, b, r);
+        if (ctx->dump_error[0])
+            dump_failed(r, ctx->dump_error);
         r->duration = swa_now() - t0;
         return;
     }
@@ -672,10 +699,12 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
                 lse_ln[i] = (float)(src[i] * scale);
         }
     }
-    if (cfg->dump_dir) {
+    if (cfg->dump_dir && !ctx->dump_error[0]) {
         swa_error derr = {0};
-        if (swa_dump_backend(cfg->dump_dir, c, b->name, x.out_g + SWA_GUARD_BYTES, lse_ln, &derr) != SWA_OK)
-            fprintf(stderr, "swadiff: warning: --dump for %s/%s: %s\n", c->id, b->name, derr.message);
+        if (swa_dump_backend(cfg->dump_dir, c, b->name, x.out_g + SWA_GUARD_BYTES, lse_ln, &derr) != SWA_OK) {
+            fprintf(stderr, "swadiff: --dump for %s/%s: %s\n", c->id, b->name, derr.message);
+            dump_failed(r, derr.message);
+        }
     }
     if (lse_copy) {
         *lse_copy = lse_ln;
@@ -703,6 +732,8 @@ fail:
         }
     }
 done:
+    if (ctx->dump_error[0])
+        dump_failed(r, ctx->dump_error);
     exec_free(c, b, &x);
     free(lse_ln);
     r->duration = swa_now() - t0;

@@ -7,7 +7,9 @@
  *    not fall back to running kernels in its own process without --timeout:
  *    every pair is an error saying why;
  *  - stdout that cannot be written (a full disk, a closed descriptor) is an
- *    error on every command, not a silent exit 0. */
+ *    error on every command, not a silent exit 0;
+ *  - a --dump that cannot be written is an error (exit 2 before the run,
+ *    an error result and exit 3 during it), not a warning and exit 0. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -145,4 +147,22 @@ Test(hostile_env, output_lost_to_a_full_disk_is_an_error)
     rc = sh("('%s' run --device host '" FIVE "'; echo $? >'%s/rc') | head -c 1 >/dev/null; exit $(cat '%s/rc')",
             SWADIFF_BINARY, tmpdir, tmpdir);
     cr_expect_eq(rc, 0, "run | head: %s", out);
+}
+
+Test(hostile_env, a_dump_that_cannot_be_written_is_an_error)
+{
+    /* a --dump folder that cannot be made fails before the run (exit 2) */
+    int rc = sh("cd '%s' && touch file && '%s' run --device host --dump file/sub '" FIVE "'", tmpdir, SWADIFF_BINARY);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "--dump file/sub: file exists and is not a folder"), "%s", out);
+    cr_expect(!strstr(out, "device host"), "refused before the run: %s", out);
+    /* one case's folder cannot be made (a file in its place): that case's
+     * result is an error naming the path, and the run exits 3; it was a
+     * warning on stderr and exit 0 */
+    rc = sh("cd '%s' && mkdir d && touch 'd/five__five--r0.kv_len=33' && '%s' run --device host --dump d --report rep "
+            "'" FIVE "'", tmpdir, SWADIFF_BINARY);
+    cr_expect_eq(rc, 3, "%s", out);
+    cr_expect(strstr(out, "ERROR  decode_fa2/host/fp16  five/five:r0.kv_len=33  --dump failed: "
+                          "d/five__five--r0.kv_len=33 exists and is not a folder (the result itself: passed"), "%s", out);
+    cr_expect(strstr(out, "4 passed, 0 failed, 1 errors"), "%s", out);
 }
