@@ -9,7 +9,8 @@
  *  - stdout that cannot be written (a full disk, a closed descriptor) is an
  *    error on every command, not a silent exit 0;
  *  - a --dump that cannot be written is an error (exit 2 before the run,
- *    an error result and exit 3 during it), not a warning and exit 0. */
+ *    an error result and exit 3 during it), not a warning and exit 0;
+ *  - selftest --report DIR makes and locks DIR before the mutants run. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -165,4 +166,20 @@ Test(hostile_env, a_dump_that_cannot_be_written_is_an_error)
     cr_expect(strstr(out, "ERROR  decode_fa2/host/fp16  five/five:r0.kv_len=33  --dump failed: "
                           "d/five__five--r0.kv_len=33 exists and is not a folder (the result itself: passed"), "%s", out);
     cr_expect(strstr(out, "4 passed, 0 failed, 1 errors"), "%s", out);
+}
+
+Test(hostile_env, selftest_checks_its_report_folder_first)
+{
+    /* the folder was made (unchecked) after every mutant had run: minutes
+     * on the library before "cannot write" */
+    int rc = sh("cd '%s' && touch file && '%s' selftest --device host --report file/sub '" FIVE "'", tmpdir,
+                SWADIFF_BINARY);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "--report file/sub: cannot create the folder: Not a directory"), "%s", out);
+    cr_expect(!strstr(out, "survived"), "refused before the mutants ran: %s", out);
+    /* a folder a run is writing is refused as a second run is */
+    rc = sh("cd '%s' && mkdir -p live && (flock live/.swadiff.lock sleep 3 &) && sleep 0.5 && '%s' selftest --device "
+            "host --report live '" FIVE "'", tmpdir, SWADIFF_BINARY);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "another swadiff run writes this folder") && !strstr(out, "survived"), "%s", out);
 }
