@@ -34,6 +34,17 @@ double swa_now(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+void swa_path_abbrev(const char *path, char *buf, size_t n)
+{
+    size_t len = strlen(path);
+    if (len < n) {
+        memcpy(buf, path, len + 1);
+        return;
+    }
+    size_t keep = (n - 32) / 2; /* "..." and " (N bytes)" take the rest */
+    snprintf(buf, n, "%.*s...%s (%zu bytes)", (int)keep, path, path + len - keep, len);
+}
+
 static int stdout_errno;
 
 int swa_flush(FILE *f)

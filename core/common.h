@@ -82,6 +82,11 @@ int swa_env_bytes(const char *name, size_t *out, char *why, size_t why_len);
  * with the first malformed one's message in why.  Every command checks them
  * before it loads or runs anything (exit 2 on -1). */
 int swa_env_caps_check(char *why, size_t why_len);
+/* path for a message: itself when it has fewer than n bytes, else its
+ * start and end around "..." with its length, e.g. "/tmp/ddd...ddd/five.json
+ * (1047 bytes)", in at most n - 1 bytes (n >= 64): a path too long for
+ * swadiff is named, never silently cut. */
+void swa_path_abbrev(const char *path, char *buf, size_t n);
 /* fflush(f); when f is stdout and the flush fails, the errno of the first
  * failure is kept for swa_stdout_errno (the check at the end of main names
  * it: by then errno says nothing).  Returns what fflush returned. */

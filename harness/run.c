@@ -52,9 +52,13 @@ static void shell_quote(const char *s, char *buf, size_t n)
 }
 
 void swa_reproduce_command(const swa_run_config *cfg, const swa_case *c, const char *backend,
-                           char *buf, size_t n)
+                           char *out, size_t out_n)
 {
-    char file[SWA_PATH_MAX + 16], id[SWA_ID_MAX + 16];
+    /* built whole, then kept only if it fits: a cut command would rerun
+     * another path, or nothing ("not found") */
+    char buf[16384];
+    const size_t n = sizeof buf;
+    char file[4 * SWA_PATH_MAX + 4], id[4 * SWA_ID_MAX + 4]; /* each ' quotes as '\'' */
     shell_quote(c->file, file, sizeof file);
     shell_quote(c->id, id, sizeof id);
     int k = snprintf(buf, n, "%s run %s --filter %s --backend %s --device %s",
@@ -67,6 +71,13 @@ void swa_reproduce_command(const swa_run_config *cfg, const swa_case *c, const c
     const swa_backend *b = swa_backend_by_name(backend);
     if (!b && k > 0 && (size_t)k < n) /* an external backend: register its provider again */
         swa_external_options(buf + k, n - (size_t)k);
+    size_t len = strlen(buf);
+    if (len < out_n && len < n - 1)
+        memcpy(out, buf, len + 1);
+    else
+        snprintf(out, out_n, "(not recorded: the command that reruns this case alone is %s%zu bytes, more than the "
+                 "%zu a result keeps; run its case file with --filter and its id)", len >= n - 1 ? "over " : "", len,
+                 out_n - 1);
 }
 
 /* Host memory a case may take: SWADIFF_MAX_HOST_BYTES when set (tests,

@@ -10,7 +10,8 @@
  *    error on every command, not a silent exit 0;
  *  - a --dump that cannot be written is an error (exit 2 before the run,
  *    an error result and exit 3 during it), not a warning and exit 0;
- *  - selftest --report DIR makes and locks DIR before the mutants run. */
+ *  - selftest --report DIR makes and locks DIR before the mutants run;
+ *  - a path over 1023 bytes is refused by name, not kept cut. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -182,4 +183,57 @@ Test(hostile_env, selftest_checks_its_report_folder_first)
             "host --report live '" FIVE "'", tmpdir, SWADIFF_BINARY);
     cr_expect_eq(rc, 2, "%s", out);
     cr_expect(strstr(out, "another swadiff run writes this folder") && !strstr(out, "survived"), "%s", out);
+}
+
+/* tmpdir/ddd.../ddd (200-byte components) of about `length` bytes, made */
+static void long_folder(char *buf, size_t n, size_t length)
+{
+    size_t k = (size_t)snprintf(buf, n, "%s", tmpdir);
+    while (k + 201 <= length && k + 202 < n) {
+        buf[k++] = '/';
+        memset(buf + k, 'd', 200);
+        k += 200;
+    }
+    if (k + 1 < length && length < n) { /* the rest in one shorter component */
+        buf[k++] = '/';
+        memset(buf + k, 'e', length - k);
+        k = length;
+    }
+    buf[k] = '\0';
+    cr_assert_eq(k, length, "a folder of %zu bytes", length);
+    cr_assert_eq(sh("mkdir -p '%s' && cp '" FIVE "' '%s/'", buf, buf), 0, "%s", out);
+}
+
+Test(hostile_env, paths_over_1023_bytes_are_named_not_cut)
+{
+    /* a case file path over 1023 bytes was kept cut: validate passed, and
+     * every reproduce command and later read named a path that is not there */
+    char dir[1400], five[1500];
+    long_folder(dir, sizeof dir, 1040);
+    snprintf(five, sizeof five, "%s/five.json", dir);
+    int rc = sh("'%s' validate '%s'", SWADIFF_BINARY, five);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "expected a case file or folder path of at most 1023 bytes, got 1050"), "%s", out);
+    cr_expect(strstr(out, "...") && strstr(out, "(1050 bytes)"), "the path shown by its ends: %s", out);
+    rc = sh("cd '%s' && '%s' run --device host --report '%s/rep' '" FIVE "'", tmpdir, SWADIFF_BINARY, dir);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "(1044 bytes): expected a folder path of at most 1023 bytes"), "%s", out);
+
+    /* a path of 1013 bytes is taken, and its reproduce command is whole */
+    long_folder(dir, sizeof dir, 1003);
+    snprintf(five, sizeof five, "%s/five.json", dir);
+    rc = sh("cd '%s' && '%s' run --device host -q --report rep '%s'", tmpdir, SWADIFF_BINARY, five);
+    cr_assert_eq(rc, 0, "%s", out);
+    char path[400];
+    snprintf(path, sizeof path, "%s/rep/report.json", tmpdir);
+    cJSON *report = read_json_file(path);
+    const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(report, "cases"), 0);
+    const char *file = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(first, "file"));
+    const char *reproduce = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(first, "reproduce"));
+    cr_assert(file && reproduce, "%s", out);
+    cr_expect_str_eq(file, five);
+    char *at = strstr(reproduce, five);
+    cr_expect(at && strstr(at, " --filter five/five:r0.kv_len=") && strstr(at, " --device host"),
+              "reproduce (%zu bytes) is cut: %s", strlen(reproduce), reproduce);
+    cJSON_Delete(report);
 }
