@@ -11,7 +11,8 @@
  *  - a --dump that cannot be written is an error (exit 2 before the run,
  *    an error result and exit 3 during it), not a warning and exit 0;
  *  - selftest --report DIR makes and locks DIR before the mutants run;
- *  - a path over 1023 bytes is refused by name, not kept cut. */
+ *  - a path over 1023 bytes is refused by name, not kept cut;
+ *  - merge refuses a report whose total_qo its heatmap does not cover. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -236,4 +237,21 @@ Test(hostile_env, paths_over_1023_bytes_are_named_not_cut)
     cr_expect(at && strstr(at, " --filter five/five:r0.kv_len=") && strstr(at, " --device host"),
               "reproduce (%zu bytes) is cut: %s", strlen(reproduce), reproduce);
     cJSON_Delete(report);
+}
+
+Test(hostile_env, merge_refuses_a_total_qo_its_heatmap_does_not_cover)
+{
+    /* the HTML's heatmap axis drew a tick every few rows up to total_qo:
+     * 2147483647 wrote gigabytes (1.9 GB in 10 s before it was stopped) */
+    int rc = sh("cd '%s' && '%s' run --device host -q --mutant left_bound_gt --report a '" FIVE "' >/dev/null; "
+                "/usr/bin/python3 -c \"import json; p='a/report.json'; r=json.load(open(p)); "
+                "c=[c for c in r['cases'] if c['outcome']=='failed'][0]; c['shape']['total_qo']=2147483647; "
+                "json.dump(r, open(p, 'w'))\"", tmpdir, SWADIFF_BINARY);
+    cr_assert_eq(rc, 0, "%s", out);
+    rc = sh("cd '%s' && timeout 10 '%s' merge m a/report.json 2>&1; echo \"rc=$?\"; du -k m/report.html* 2>/dev/null | "
+            "awk '$1 > 1024 {print \"big\"}'", tmpdir, SWADIFF_BINARY);
+    cr_expect(strstr(out, "rc=2"), "%s", out);
+    cr_expect(strstr(out, "\"shape\": \"total_qo\": expected 1 to 1 (the query rows its row_head_ratio covers: 1 "
+                          "rows of 1), got 2147483647"), "%s", out);
+    cr_expect(!strstr(out, "big"), "no HTML of more than 1 MB: %s", out);
 }
