@@ -106,7 +106,23 @@ static int check_stdout(int rc)
     return rc == SWA_EXIT_OK || rc == SWA_EXIT_NOTHING_COMPARED ? SWA_EXIT_RUNTIME : rc;
 }
 
+/* Under `ulimit -v`, OpenBLAS's thread pool, started when the library is
+ * loaded, cannot map its threads' buffers and retries for ever; fork()'s
+ * handler then waits for those threads, and the run hung there, deaf to
+ * SIGTERM.  Loaded again with OPENBLAS_NUM_THREADS=1 it starts no pool (the
+ * reference still asks for threads where they fit: swa_blas_threads_cap).
+ * A user's own OPENBLAS_NUM_THREADS is left alone. */
+static void blas_pool_off_under_rlimit_as(char **argv)
+{
+    if (swa_address_space_left(NULL) == SIZE_MAX || getenv("OPENBLAS_NUM_THREADS"))
+        return;
+    setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    execv("/proc/self/exe", argv);
+    /* no /proc: go on with the pool (a tight limit may still hang in it) */
+}
+
 int main(int argc, char **argv)
 {
+    blas_pool_off_under_rlimit_as(argv);
     return check_stdout(run_command(argc, argv));
 }

@@ -202,6 +202,20 @@ swa_status swa_case_ctx_init_dump(swa_case_ctx *ctx, const swa_case *c, const sw
                              "case %s needs about %.2f GiB of host memory (inputs, paged pool, references, "
                              "outputs) but %.2f GiB are available to swadiff: split the case or run it on a "
                              "larger machine", c->id, need / 1073741824.0, budget / 1073741824.0);
+    /* ulimit -v: the case's data and the reference's BLAS buffers (once per
+     * process: a buffer mapped for an earlier case is counted in what is
+     * mapped) must fit in what the limit leaves; OpenBLAS retries a buffer
+     * it cannot map for ever, so this is an error now or a hang later */
+    static bool blas_mapped;
+    size_t as_limit, as_left = swa_address_space_left(&as_limit);
+    size_t blas = blas_mapped ? 0 : SWA_BLAS_THREAD_BYTES; /* more threads only where they fit (swa_blas_threads_cap) */
+    if (as_left != SIZE_MAX && need + blas > as_left)
+        return swa_error_set(err, SWA_ERR_NOMEM,
+                             "case %s needs about %.0f MiB of address space (%.0f MiB of data, %.0f MiB for the "
+                             "reference's BLAS buffers) but the address-space limit (ulimit -v, RLIMIT_AS) of %.0f "
+                             "MiB leaves %.0f MiB: raise ulimit -v by at least %.0f MiB, or remove it",
+                             c->id, (need + blas) / 1048576.0, need / 1048576.0, blas / 1048576.0,
+                             as_limit / 1048576.0, as_left / 1048576.0, (need + blas - as_left) / 1048576.0 + 1);
     double t0 = swa_now();
     st = inputs_for(ctx, c, err);
     if (st != SWA_OK)
@@ -221,6 +235,7 @@ swa_status swa_case_ctx_init_dump(swa_case_ctx *ctx, const swa_case *c, const sw
         swa_case_ctx_free(ctx);
         return st;
     }
+    blas_mapped = true;
     if (c->tol.mode == SWA_TOL_BASELINE) {
         ctx->lowp_out = malloc(n_out * sizeof(float));
         ctx->lowp_lse = malloc(n_lse * sizeof(float));

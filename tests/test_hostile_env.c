@@ -12,7 +12,9 @@
  *    an error result and exit 3 during it), not a warning and exit 0;
  *  - selftest --report DIR makes and locks DIR before the mutants run;
  *  - a path over 1023 bytes is refused by name, not kept cut;
- *  - merge refuses a report whose total_qo its heatmap does not cover. */
+ *  - merge refuses a report whose total_qo its heatmap does not cover;
+ *  - under ulimit -v a case that cannot fit is an error naming the limit,
+ *    not a hang in OpenBLAS. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -254,4 +256,20 @@ Test(hostile_env, merge_refuses_a_total_qo_its_heatmap_does_not_cover)
     cr_expect(strstr(out, "\"shape\": \"total_qo\": expected 1 to 1 (the query rows its row_head_ratio covers: 1 "
                           "rows of 1), got 2147483647"), "%s", out);
     cr_expect(!strstr(out, "big"), "no HTML of more than 1 MB: %s", out);
+}
+
+Test(hostile_env, an_address_space_limit_is_an_error_not_a_hang)
+{
+    /* ulimit -v 150 MB: OpenBLAS's thread pool (started when the library
+     * loads) spun on buffers it could not map, and fork() waited for it for
+     * ever, deaf to SIGTERM; at 400 MB a worker spun in blas_memory_alloc.
+     * `timeout -s KILL 40` keeps a regression from hanging this test */
+    int rc = sh("cd '%s' && bash -c 'ulimit -v 150000 && exec timeout -s KILL 40 %s run --device host %s'", tmpdir,
+                SWADIFF_BINARY, FIVE);
+    cr_expect_eq(rc, 3, "every case an error (137: it hung): %s", out);
+    cr_expect(strstr(out, "but the address-space limit (ulimit -v, RLIMIT_AS) of 146 MiB leaves") &&
+              strstr(out, "raise ulimit -v by at least"), "%s", out);
+    rc = sh("cd '%s' && bash -c 'ulimit -v 400000 && exec timeout -s KILL 40 %s run --device host %s'", tmpdir,
+            SWADIFF_BINARY, FIVE);
+    cr_expect_eq(rc, 0, "room enough (137: it hung): %s", out);
 }
