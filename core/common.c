@@ -1,6 +1,7 @@
 /* common.c — the functions of common.h that are not inline: the error
  * setter every layer uses, the one wall clock, the text-file writer and the
- * memory caps read from the environment.
+ * memory caps read from the environment, the flush that remembers why
+ * stdout could not be written.
  * Test: tests/test_compare.c and every test that reads an swa_error;
  * swa_env_bytes: tests/test_env_caps.c. */
 #include "core/common.h"
@@ -10,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +34,58 @@ double swa_now(void)
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
+
+void swa_path_abbrev(const char *path, char *buf, size_t n)
+{
+    size_t len = strlen(path);
+    if (len < n) {
+        memcpy(buf, path, len + 1);
+        return;
+    }
+    size_t keep = (n - 32) / 2; /* "..." and " (N bytes)" take the rest */
+    snprintf(buf, n, "%.*s...%s (%zu bytes)", (int)keep, path, path + len - keep, len);
+}
+
+size_t swa_address_space_left(size_t *limit)
+{
+    struct rlimit rl;
+    if (limit)
+        *limit = SIZE_MAX;
+    if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return SIZE_MAX;
+    if (limit)
+        *limit = (size_t)rl.rlim_cur;
+    unsigned long long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r"); /* its first field: the mapped size, in pages */
+    if (f) {
+        if (fscanf(f, "%llu", &pages) != 1)
+            pages = 0;
+        fclose(f);
+    }
+    unsigned long long used = pages * (unsigned long long)sysconf(_SC_PAGESIZE);
+    return used < rl.rlim_cur ? (size_t)(rl.rlim_cur - used) : 0;
+}
+
+int swa_blas_threads_cap(int wanted)
+{
+    size_t left = swa_address_space_left(NULL);
+    if (left == SIZE_MAX || wanted <= 1)
+        return wanted < 1 ? 1 : wanted;
+    size_t fit = left / SWA_BLAS_THREAD_BYTES;
+    return fit < 1 ? 1 : fit < (size_t)wanted ? (int)fit : wanted;
+}
+
+static int stdout_errno;
+
+int swa_flush(FILE *f)
+{
+    int rc = fflush(f);
+    if (rc != 0 && f == stdout && stdout_errno == 0)
+        stdout_errno = errno;
+    return rc;
+}
+
+int swa_stdout_errno(void) { return stdout_errno; }
 
 bool swa_path_is_special(const char *path)
 {

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #define SWADIFF_VERSION "0.2.0"
@@ -81,6 +82,29 @@ int swa_env_bytes(const char *name, size_t *out, char *why, size_t why_len);
  * with the first malformed one's message in why.  Every command checks them
  * before it loads or runs anything (exit 2 on -1). */
 int swa_env_caps_check(char *why, size_t why_len);
+/* path for a message: itself when it has fewer than n bytes, else its
+ * start and end around "..." with its length, e.g. "/tmp/ddd...ddd/five.json
+ * (1047 bytes)", in at most n - 1 bytes (n >= 64): a path too long for
+ * swadiff is named, never silently cut. */
+void swa_path_abbrev(const char *path, char *buf, size_t n);
+/* Address space a thread of OpenBLAS takes beyond the case's data: its
+ * 128 MiB work buffer (BUFFER_SIZE of the x86-64 builds), a malloc arena's
+ * 64 MiB reservation and a stack.  OpenBLAS retries a buffer it cannot map
+ * for ever, so under `ulimit -v` a BLAS call without this room hangs. */
+#define SWA_BLAS_THREAD_BYTES ((size_t)208 << 20)
+/* Bytes of address space this process may still map under RLIMIT_AS
+ * (`ulimit -v`): SIZE_MAX when there is no limit.  *limit (when not NULL)
+ * gets the limit (SIZE_MAX: none). */
+size_t swa_address_space_left(size_t *limit);
+/* wanted, or fewer BLAS threads (at least 1) when RLIMIT_AS leaves no room
+ * for that many (SWA_BLAS_THREAD_BYTES each). */
+int swa_blas_threads_cap(int wanted);
+/* fflush(f); when f is stdout and the flush fails, the errno of the first
+ * failure is kept for swa_stdout_errno (the check at the end of main names
+ * it: by then errno says nothing).  Returns what fflush returned. */
+int swa_flush(FILE *f);
+/* The errno of the first failed swa_flush(stdout), 0 if none failed. */
+int swa_stdout_errno(void);
 /* The host memory swadiff allows itself by default: 80% of physical memory
  * (SIZE_MAX when the system does not say). */
 size_t swa_host_memory_default(void);

@@ -631,6 +631,13 @@ int swa_case_parse(const char *file_name, const char *text, size_t len, swa_case
         snprintf(err->message, sizeof err->message, "%s", why);
         return -1;
     }
+    if (strlen(file_name) >= SWA_PATH_MAX) { /* case files come through swa_case_load_path, which says so first */
+        memset(err, 0, sizeof *err);
+        swa_path_abbrev(file_name, err->file, sizeof err->file);
+        snprintf(err->message, sizeof err->message, "expected a case file path of at most %d bytes",
+                 SWA_PATH_MAX - 1);
+        return -1;
+    }
     swa_json_doc doc;
     if (swa_json_doc_open(&doc, file_name, text, len, err))
         return -1;

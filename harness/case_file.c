@@ -30,7 +30,9 @@ static void io_error(swa_load_error *err, const char *path, const char *fmt, ...
 static void io_error(swa_load_error *err, const char *path, const char *fmt, ...)
 {
     memset(err, 0, sizeof *err);
-    snprintf(err->file, sizeof err->file, "%s", path);
+    /* a path too long for swadiff is shown by its ends (300 bytes), so the
+     * message after it is whole */
+    swa_path_abbrev(path, err->file, strlen(path) < sizeof err->file ? sizeof err->file : 300);
     snprintf(err->path, sizeof err->path, "/");
     va_list ap;
     va_start(ap, fmt);
@@ -139,12 +141,21 @@ static int collect(const char *dir, int depth, path_list *pl, swa_load_error *er
         if (e->d_name[0] == '.')
             continue;
         char path[SWA_PATH_MAX];
-        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) {
-            io_error(err, dir, "expected paths shorter than 1024 characters under %s", dir);
+        int len = snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (len >= (int)sizeof path) {
+            /* only a folder or a case file that would be loaded counts */
+            size_t n = strlen(e->d_name);
+            if (fstatat(dirfd(d), e->d_name, &st, 0) != 0 ||
+                !((S_ISDIR(st.st_mode) && strcmp(e->d_name, "schema") != 0) ||
+                  (S_ISREG(st.st_mode) && n > 5 && strcmp(e->d_name + n - 5, ".json") == 0)))
+                continue;
+            io_error(err, dir, "the path of %.200s%s in this folder is %d bytes: expected case file paths of at most "
+                     "%d bytes (give a shorter or relative path)", e->d_name, n > 200 ? "..." : "", len,
+                     SWA_PATH_MAX - 1);
             rc = -1;
             break;
         }
-        struct stat st;
         if (stat(path, &st) != 0)
             continue; /* dangling symlink: nothing to load */
         if (S_ISDIR(st.st_mode)) {
@@ -164,6 +175,14 @@ static int collect(const char *dir, int depth, path_list *pl, swa_load_error *er
 
 int swa_case_load_path(const char *path, swa_case_list *list, swa_load_error *err)
 {
+    /* every case keeps its file's path (reproduce commands, reports, explain
+     * and shrink read it again): a longer one would be kept cut, and then
+     * "not found" */
+    if (strlen(path) >= SWA_PATH_MAX) {
+        io_error(err, path, "expected a case file or folder path of at most %d bytes, got %zu (give a shorter or "
+                 "relative path)", SWA_PATH_MAX - 1, strlen(path));
+        return -1;
+    }
     struct stat st;
     if (stat(path, &st) != 0) {
         io_error(err, path, "cannot open the case file or folder: %s", strerror(errno));

@@ -14,29 +14,39 @@
 /* ---------------------------------------------------------------------------
  * paths and messages */
 
+/* The marker of a pointer with more than its buffer holds: whole tokens,
+ * then this, never a token cut in the middle (which names another key). */
+#define CUT_MARK "/..."
+
+static bool path_is_cut(const char *path)
+{
+    size_t len = strlen(path);
+    return len >= strlen(CUT_MARK) && strcmp(path + len - strlen(CUT_MARK), CUT_MARK) == 0;
+}
+
 void swa_json_path_key(char *path, size_t n, const char *base, const char *key)
 {
     size_t len = strlen(base);
     if (path != base)
         snprintf(path, n, "%s", base);
-    if (len >= n)
+    if (len >= n || n < sizeof CUT_MARK + 1 || path_is_cut(path))
         return;
+    size_t need = 1; /* '/' and the escaped key */
+    for (const char *s = key; *s; s++)
+        need += *s == '~' || *s == '/' ? 2 : 1;
+    if (len + need + sizeof CUT_MARK > n) { /* room is kept for the marker */
+        if (len + sizeof CUT_MARK <= n)
+            memcpy(path + len, CUT_MARK, sizeof CUT_MARK);
+        return;
+    }
     char *out = path + len;
-    size_t room = n - len;
-    if (room < 2)
-        return;
     *out++ = '/';
-    room--;
-    for (const char *s = key; *s && room > 1; s++) {
+    for (const char *s = key; *s; s++) {
         if (*s == '~' || *s == '/') {
-            if (room < 3)
-                break;
             *out++ = '~';
             *out++ = *s == '~' ? '0' : '1';
-            room -= 2;
         } else {
             *out++ = *s;
-            room--;
         }
     }
     *out = '\0';
@@ -435,6 +445,30 @@ static const char *syntax_seen(const syntax *s, char *buf, size_t n)
     return buf;
 }
 
+/* The length of the UTF-8 sequence at t[0..avail) (RFC 3629: no overlong
+ * forms, no surrogates, nothing past U+10FFFF), 0 when it is not one. */
+static size_t utf8_sequence(const unsigned char *t, size_t avail)
+{
+    size_t len = t[0] >= 0xf0 ? 4 : t[0] >= 0xe0 ? 3 : t[0] >= 0xc0 ? 2 : 0;
+    if (t[0] < 0xc2 || t[0] > 0xf4 || avail < len)
+        return 0;
+    for (size_t k = 1; k < len; k++)
+        if ((t[k] & 0xc0) != 0x80)
+            return 0;
+    if ((t[0] == 0xe0 && t[1] < 0xa0) || (t[0] == 0xed && t[1] >= 0xa0) || (t[0] == 0xf0 && t[1] < 0x90) ||
+        (t[0] == 0xf4 && t[1] >= 0x90))
+        return 0;
+    return len;
+}
+
+static unsigned hex4(const char *h)
+{
+    unsigned v = 0;
+    for (int k = 0; k < 4; k++)
+        v = v * 16 + (unsigned)(h[k] <= '9' ? h[k] - '0' : (h[k] | 0x20) - 'a' + 10);
+    return v;
+}
+
 static bool syntax_string(syntax *s, const char *path)
 {
     size_t open = s->off;
@@ -465,12 +499,39 @@ static bool syntax_string(syntax *s, const char *path)
                 if (memcmp(t + s->off + 2, "0000", 4) == 0)
                     return syntax_fail(s, s->off, path, "expected a string without NUL characters, got the escape "
                                        "\\u0000 (case files are read as C strings: the text would end there)");
+                /* a UTF-16 surrogate pair is one character; half of one is
+                 * none (cJSON refused it as "unexpected '\\'" at /) */
+                unsigned unit = hex4(t + s->off + 2);
+                if (unit >= 0xdc00 && unit <= 0xdfff)
+                    return syntax_fail(s, s->off, path, "invalid JSON: the escape \\u%.4s is the second half of a "
+                                       "UTF-16 surrogate pair with no first half (\\ud800 to \\udbff) before it",
+                                       t + s->off + 2);
+                if (unit >= 0xd800 && unit <= 0xdbff) {
+                    const char *low = t + s->off + 6;
+                    bool paired = s->off + 12 <= s->doc->length && low[0] == '\\' && low[1] == 'u';
+                    for (int k = 2; paired && k < 6; k++)
+                        paired = strchr("0123456789abcdefABCDEF", low[k]) != NULL;
+                    if (!paired || hex4(low + 2) < 0xdc00 || hex4(low + 2) > 0xdfff)
+                        return syntax_fail(s, s->off, path, "invalid JSON: the escape \\u%.4s is the first half of a "
+                                           "UTF-16 surrogate pair, and no second half (\\udc00 to \\udfff) follows it",
+                                           t + s->off + 2);
+                    s->off += 12;
+                    continue;
+                }
                 s->off += 6;
                 continue;
             }
             if (!e || !strchr("\"\\/bfnrt", e))
                 return syntax_fail(s, s->off, path, "invalid JSON: unknown escape in a string (expected one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)");
             s->off += 2;
+            continue;
+        }
+        if (c >= 0x80) { /* the reports carry these strings: HTML, JSON and XML need UTF-8 */
+            size_t len = utf8_sequence((const unsigned char *)t + s->off, s->doc->length - s->off);
+            if (!len)
+                return syntax_fail(s, s->off, path, "invalid UTF-8 in a string (byte 0x%02x): case files are UTF-8 "
+                                   "text (save the file as UTF-8, or write the character as \\uXXXX)", c);
+            s->off += len;
             continue;
         }
         s->off++;
@@ -586,8 +647,20 @@ static bool syntax_number(syntax *s, const char *path)
 static bool syntax_value(syntax *s, int depth, const char *path)
 {
     char seen[32];
-    if (depth > CJSON_NESTING_LIMIT)
-        return syntax_fail(s, s->off, path, "invalid JSON: nested deeper than %d levels", CJSON_NESTING_LIMIT);
+    if (depth > CJSON_NESTING_LIMIT) {
+        /* the pointer of a value this deep is a thousand tokens: its first
+         * few say where the nesting is, the place says where it passed the
+         * limit */
+        char shown[80];
+        size_t keep = strlen(path);
+        if (keep >= sizeof shown)
+            for (size_t i = keep = 0; path[i]; i++)
+                if (path[i] == '/' && i + sizeof CUT_MARK <= sizeof shown)
+                    keep = i;
+        snprintf(shown, sizeof shown, "%.*s%s", (int)keep, path, strlen(path) > keep ? CUT_MARK : "");
+        return syntax_fail(s, s->off, shown, "invalid JSON: lists and objects nested deeper than %d levels "
+                           "(swadiff's limit; a case file needs a handful)", CJSON_NESTING_LIMIT);
+    }
     int c = syntax_peek(s);
     if (c == '{' || c == '[')
         return syntax_container(s, depth, c == '{', path);

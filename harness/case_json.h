@@ -58,7 +58,8 @@ int swa_json_fail(const swa_json_doc *doc, swa_load_error *err, size_t offset, c
     ;
 
 /* Appends a JSON-pointer token (RFC 6901: '~' -> "~0", '/' -> "~1") for a
- * key or an index to path (capacity n); truncates safely. */
+ * key or an index to path (capacity n).  A token that does not fit is not
+ * cut: the pointer ends in "/..." instead, and stays so. */
 void swa_json_path_key(char *path, size_t n, const char *base, const char *key);
 void swa_json_path_index(char *path, size_t n, const char *base, int index);
 

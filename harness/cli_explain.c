@@ -163,6 +163,13 @@ static int parse_one_case(int argc, char **argv, one_case_opts *o, const char *c
         fprintf(stderr, "swadiff %s: --out is a shrink option\n", cmd);
         return SWA_EXIT_USAGE;
     }
+    if (o->out_path && strlen(o->out_path) >= SWA_PATH_MAX) { /* it was cut, and the case written there */
+        char shown[300];
+        swa_path_abbrev(o->out_path, shown, sizeof shown);
+        fprintf(stderr, "swadiff %s: --out %s: expected a path of at most %d bytes (give a shorter or relative "
+                        "path)\n", cmd, shown, SWA_PATH_MAX - 1);
+        return SWA_EXIT_USAGE;
+    }
     int rc = swa_cli_register_externals(cmd, o->plugins, o->nplugins, o->adapters, o->nadapters, o->registry,
                                         false);
     if (rc)

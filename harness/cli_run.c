@@ -13,6 +13,7 @@
 
 #include "reference/reference.h"
 #include "harness/cli.h"
+#include "harness/dump.h"
 #include "harness/report_console.h"
 #include "harness/report.h"
 #include "harness/run.h"
@@ -344,6 +345,18 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         free(selected);
         swa_case_list_free(&all);
         return SWA_EXIT_USAGE;
+    }
+
+    if (dump_dir) {
+        /* a folder that cannot be written fails here, not once per case */
+        swa_error derr = {0};
+        if (swa_dump_prepare(dump_dir, &derr) != SWA_OK) {
+            const char *why = derr.message;
+            fprintf(stderr, "swadiff run: --dump %s: %s\n", dump_dir, why + (strncmp(why, "dump: ", 6) ? 0 : 6));
+            free(selected);
+            swa_case_list_free(&all);
+            return SWA_EXIT_USAGE;
+        }
     }
 
     int dev_rc = SWA_EXIT_USAGE;

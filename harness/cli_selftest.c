@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -195,6 +196,17 @@ int swa_cmd_selftest(int argc, char **argv, const char *prog)
         return dev_rc;
     }
 
+    /* the report folder is made and locked before the mutants run (minutes
+     * on the library), as a run's is: a folder that cannot be written, or
+     * that a run writes, was found only at the end */
+    swa_run_results baseline = {0};
+    swa_cli_environment(&baseline.env, dev, argc, argv, prog);
+    int lock_fd = -1;
+    if (report_dir && (lock_fd = swa_report_lock_dir(report_dir, "--report", &baseline.env)) < 0) {
+        swa_case_list_free(&all);
+        return SWA_EXIT_USAGE;
+    }
+
     static char files[256][SWA_PATH_MAX];
     int nfiles = 0;
     kill_cell(*cells)[256] = calloc(SWA_MUTANT_COUNT, sizeof *cells);
@@ -202,7 +214,6 @@ int swa_cmd_selftest(int argc, char **argv, const char *prog)
     char baseline_first[1024] = "";
     swa_run_config cfg = {.device = dev, .quiet = true, .no_isolate = true, .argv0 = prog};
     double t0 = swa_now();
-    swa_run_results baseline = {0};
     baseline.started = t0;
 
     int n;
@@ -212,6 +223,8 @@ int swa_cmd_selftest(int argc, char **argv, const char *prog)
         int fi = file_index(files, &nfiles, c->file);
         if (fi >= 256) {
             fprintf(stderr, "swadiff selftest: more than 256 case files\n");
+            if (lock_fd >= 0)
+                close(lock_fd);
             free(cells);
             swa_case_list_free(&all);
             return SWA_EXIT_USAGE;
@@ -339,19 +352,20 @@ int swa_cmd_selftest(int argc, char **argv, const char *prog)
                : runs ? "SURVIVED every case it ran on" : "no case exercises its backend");
     }
     bool ok = baseline_bad == 0 && survivors == 0;
+    bool report_failed = false;
     if (report_dir) {
         /* the unmutated run's report, with the kill matrix on top */
         size_t cap = 1 << 16, len = 0;
         char *html = malloc(cap);
         html_matrix(&html, &cap, &len, root, files, nfiles);
-        swa_cli_environment(&baseline.env, dev, argc, argv, prog);
         baseline.duration = swa_now() - t0;
         baseline.exitcode = ok ? SWA_EXIT_OK : SWA_EXIT_MISMATCH;
         baseline.extra_html = html;
         swa_error werr = {0};
-        mkdir(report_dir, 0777);
-        if (swa_report_write_all(&baseline, report_dir, &werr) != SWA_OK)
-            fprintf(stderr, "swadiff selftest: %s\n", werr.message);
+        if (swa_report_write_all(&baseline, report_dir, &werr) != SWA_OK) {
+            fprintf(stderr, "swadiff selftest: --report %s: %s\n", report_dir, werr.message);
+            report_failed = true;
+        }
         free(html);
     }
     swa_run_results_free(&baseline);
@@ -360,8 +374,9 @@ int swa_cmd_selftest(int argc, char **argv, const char *prog)
     printf("\n%s: %d mutant%s survived; unmutated %s\n", ok ? "PASSED" : "FAILED", survivors,
            survivors == 1 ? "" : "s", baseline_bad ? "FAILED" : "passed");
     int exit_code = ok ? SWA_EXIT_OK : SWA_EXIT_MISMATCH;
+    if (report_failed && exit_code == SWA_EXIT_OK)
+        exit_code = SWA_EXIT_RUNTIME; /* the reports asked for are not there */
     if (report_dir) {
-        mkdir(report_dir, 0777);
         char path[SWA_PATH_MAX + 32];
         snprintf(path, sizeof path, "%s/selftest.json", report_dir);
         char *text = cJSON_Print(root);
@@ -372,6 +387,8 @@ int swa_cmd_selftest(int argc, char **argv, const char *prog)
         cJSON_free(text);
     }
     cJSON_Delete(root);
+    if (lock_fd >= 0)
+        close(lock_fd);
     free(cells);
     swa_case_list_free(&all);
     return exit_code;

@@ -9,11 +9,13 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------------- */
 /* Names. */
@@ -91,6 +93,24 @@ static swa_status dump_mkdirs(const char *path, swa_error *err)
                 break;
         }
     }
+    return SWA_OK;
+}
+
+swa_status swa_dump_prepare(const char *dir, swa_error *err)
+{
+    if (!dir || !*dir)
+        return swa_error_set(err, SWA_ERR_IO, "dump: no folder given");
+    swa_status st = dump_mkdirs(dir, err);
+    if (st != SWA_OK)
+        return st;
+    char probe[PATH_MAX];
+    if (snprintf(probe, sizeof probe, "%s/.swadiff-dump-probe.%ld", dir, (long)getpid()) >= (int)sizeof probe)
+        return swa_error_set(err, SWA_ERR_IO, "dump: path too long: %s", dir);
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return swa_error_set(err, SWA_ERR_IO, "dump: cannot create a file in %s: %s", dir, strerror(errno));
+    close(fd);
+    unlink(probe);
     return SWA_OK;
 }
 

@@ -39,6 +39,12 @@ extern "C" {
 /* Writes the case folder name for id into buf (n >= SWA_DUMP_NAME_MAX + 18). */
 void swa_dump_dir_name(const char *id, char *buf, size_t n);
 
+/* Creates DIR as needed and checks that a file can be made in it (one is
+ * created and removed), so that `run --dump DIR` fails before the run, not
+ * after every case.  Returns SWA_OK or SWA_ERR_IO naming the path and the OS
+ * error. */
+swa_status swa_dump_prepare(const char *dir, swa_error *err);
+
 /* Creates DIR and DIR/<case folder>/ as needed and writes q, k, v, out_ref
  * (if out_ref is not NULL), lse_ref (if lse_ref is not NULL) and meta.json.
  * Returns SWA_OK, SWA_ERR_IO (naming the path and the OS error) or

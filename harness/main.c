@@ -11,8 +11,10 @@
  * Every subcommand has --help.  Exit codes: README.md and core/common.h. */
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -45,7 +47,7 @@ static int usage_main(FILE *f)
     return f == stdout ? SWA_EXIT_OK : SWA_EXIT_USAGE;
 }
 
-int main(int argc, char **argv)
+static int run_command(int argc, char **argv)
 {
     if (argc < 2)
         return usage_main(stderr);
@@ -70,4 +72,57 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "coverage")) return swa_cmd_coverage(sub_argc, sub_argv);
     fprintf(stderr, "swadiff: unknown command '%s'\n\n", cmd);
     return usage_main(stderr);
+}
+
+/* True when stdout is a pipe or socket whose reader has gone (poll says
+ * POLLERR or POLLHUP): the cause of a write error found after the fact, when
+ * a flush other than swa_flush's failed and its errno is gone. */
+static bool stdout_reader_gone(void)
+{
+    struct pollfd p = {.fd = STDOUT_FILENO, .events = POLLOUT};
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP));
+}
+
+/* What a command printed (a list, a verdict, a merged summary) may be what a
+ * script reads: output lost to a full disk or a closed descriptor must not
+ * exit as if it had been written.  stdout is block-buffered when it is not a
+ * terminal, so the error often shows only at this last flush.  EPIPE is the
+ * reader closing the pipe on purpose (`swadiff run | head`, which ignores
+ * SIGPIPE to finish its reports): the command's own verdict stands. */
+static int check_stdout(int rc)
+{
+    int flushed = swa_flush(stdout);
+    if (flushed == 0 && !ferror(stdout))
+        return rc;
+    int err = swa_stdout_errno();
+    if (err == EPIPE || (err == 0 && stdout_reader_gone()))
+        return rc;
+    if (err)
+        fprintf(stderr, "swadiff: write error on standard output: %s\n", strerror(err));
+    else
+        fprintf(stderr, "swadiff: write error on standard output\n");
+    /* a runtime error: outranks a pass and "nothing compared", never a
+     * mismatch or a usage error (README, "Exit codes") */
+    return rc == SWA_EXIT_OK || rc == SWA_EXIT_NOTHING_COMPARED ? SWA_EXIT_RUNTIME : rc;
+}
+
+/* Under `ulimit -v`, OpenBLAS's thread pool, started when the library is
+ * loaded, cannot map its threads' buffers and retries for ever; fork()'s
+ * handler then waits for those threads, and the run hung there, deaf to
+ * SIGTERM.  Loaded again with OPENBLAS_NUM_THREADS=1 it starts no pool (the
+ * reference still asks for threads where they fit: swa_blas_threads_cap).
+ * A user's own OPENBLAS_NUM_THREADS is left alone. */
+static void blas_pool_off_under_rlimit_as(char **argv)
+{
+    if (swa_address_space_left(NULL) == SIZE_MAX || getenv("OPENBLAS_NUM_THREADS"))
+        return;
+    setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    execv("/proc/self/exe", argv);
+    /* no /proc: go on with the pool (a tight limit may still hang in it) */
+}
+
+int main(int argc, char **argv)
+{
+    blas_pool_off_under_rlimit_as(argv);
+    return check_stdout(run_command(argc, argv));
 }

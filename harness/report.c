@@ -58,7 +58,7 @@ static int make_dirs(const char *dir)
 
 static void fsync_dir(const char *path)
 {
-    char dir[SWA_PATH_MAX];
+    char dir[SWA_PATH_MAX + 32]; /* a file's path in a report folder */
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (slash)
@@ -174,6 +174,12 @@ swa_status swa_report_write_all(const swa_run_results *rr, const char *dir, swa_
 
 static swa_status write_all(const swa_run_results *rr, const char *dir, bool durable, swa_error *err)
 {
+    if (strlen(dir) >= SWA_PATH_MAX) {
+        char shown[300];
+        swa_path_abbrev(dir, shown, sizeof shown);
+        return swa_error_set(err, SWA_ERR_IO, "%s: expected a report folder path of at most %d bytes", shown,
+                             SWA_PATH_MAX - 1);
+    }
     if (make_dirs(dir) != 0)
         return swa_error_set(err, SWA_ERR_IO, "%s: cannot create the report folder: %s", dir, strerror(errno));
     for (const swa_report_format *fmt = swa_report_formats; fmt->name; fmt++) {
@@ -225,6 +231,14 @@ swa_report *swa_report_open_selection(const char *dir, const swa_environment *en
     swa_report *rep = calloc(1, sizeof *rep);
     if (!rep) {
         swa_error_set(err, SWA_ERR_NOMEM, "no memory for the report writer");
+        return NULL;
+    }
+    if (strlen(dir) >= sizeof rep->dir) {
+        char shown[300];
+        swa_path_abbrev(dir, shown, sizeof shown);
+        swa_error_set(err, SWA_ERR_IO, "%s: expected a report folder path of at most %d bytes", shown,
+                      SWA_PATH_MAX - 1);
+        free(rep);
         return NULL;
     }
     snprintf(rep->dir, sizeof rep->dir, "%s", dir);
@@ -360,6 +374,13 @@ swa_status swa_report_close(swa_report *rep, int exitcode, swa_error *err)
 int swa_report_lock_dir(const char *dir, const char *what, const swa_environment *env)
 {
     char path[SWA_PATH_MAX + 32];
+    if (strlen(dir) >= SWA_PATH_MAX) { /* every file in it is kept as DIR/NAME in buffers of that size */
+        char shown[300];
+        swa_path_abbrev(dir, shown, sizeof shown);
+        fprintf(stderr, "swadiff: %s %s: expected a folder path of at most %d bytes (give a shorter or relative "
+                        "path)\n", what, shown, SWA_PATH_MAX - 1);
+        return -2;
+    }
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "swadiff: %s %s: cannot create the folder: %s\n", what, dir, strerror(errno));
         return -2;

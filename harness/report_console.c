@@ -138,7 +138,7 @@ static void draw_progress(swa_console *con, const swa_result *last)
     char clean[sizeof line * 4];
     clean_text(line, clean, sizeof clean); /* the id comes from a case file */
     fprintf(con->out, "\r\033[K%s", clean);
-    fflush(con->out);
+    swa_flush(con->out);
     con->progress_shown = true;
 }
 
@@ -209,7 +209,7 @@ void swa_console_add(swa_console *con, const swa_result *r)
         while (con->next_plain_percent * con->total <= 100 * con->done)
             con->next_plain_percent += 10;
     }
-    fflush(con->out);
+    swa_flush(con->out);
 }
 
 /* ---- summary ---------------------------------------------------------------------- */
@@ -547,6 +547,6 @@ void swa_console_close(swa_console *con, const swa_run_results *rr, const char *
         if (f)
             fclose(f);
     }
-    fflush(con->out);
+    swa_flush(con->out);
     free(con);
 }

@@ -613,8 +613,12 @@ static void put_heatmap(FILE *f, const swa_result *r)
     const int bin = (c->rows + HEATMAP_MAX_COLUMNS - 1) / HEATMAP_MAX_COLUMNS;
     const int cols = (c->rows + bin - 1) / bin;
     const int heads = c->heads;
-    const int source_rows = r->total_qo > 0 ? r->total_qo : c->rows * src_bin;
-    const int rows_per_col = bin * src_bin;
+    const long long rows_per_col = (long long)bin * src_bin;
+    /* no more rows than the matrix covers (the reader refuses a total_qo
+     * that disagrees; the axis below draws from it) */
+    long long source_rows = r->total_qo > 0 ? r->total_qo : (long long)c->rows * src_bin;
+    if (source_rows > (long long)cols * rows_per_col)
+        source_rows = (long long)cols * rows_per_col;
 
     int cw = 880 / cols;
     cw = cw > 56 ? 56 : cw < 4 ? 4 : cw;
@@ -627,7 +631,7 @@ static void put_heatmap(FILE *f, const swa_result *r)
 
     fprintf(f, "<p class=\"caption\">Worst error / allowed per query row (x) and qo head (y)");
     if (rows_per_col > 1)
-        fprintf(f, ", %d rows per column (maximum shown)", rows_per_col);
+        fprintf(f, ", %lld rows per column (maximum shown)", rows_per_col);
     fprintf(f, ". The blue strip marks rows where the window binds (some key is left of p − L); "
                "thin lines separate requests.</p>\n");
     fprintf(f, "<svg class=\"heatmap\" role=\"img\" aria-label=\"mismatch heatmap\" "
@@ -656,7 +660,7 @@ static void put_heatmap(FILE *f, const swa_result *r)
             }
             char color[16];
             ratio_color(v, color, sizeof color);
-            int first = x * rows_per_col, last = (x + 1) * rows_per_col - 1;
+            long long first = x * rows_per_col, last = (x + 1) * rows_per_col - 1;
             if (last >= source_rows)
                 last = source_rows - 1;
             if (!tooltips) {
@@ -667,9 +671,9 @@ static void put_heatmap(FILE *f, const swa_result *r)
             fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>", left + x * cw,
                     y0 + h * ch, cw, ch, color);
             if (first == last)
-                fprintf(f, "row %d", first);
+                fprintf(f, "row %lld", first);
             else
-                fprintf(f, "rows %d–%d", first, last);
+                fprintf(f, "rows %lld–%lld", first, last);
             if (c->row_request)
                 fprintf(f, " (request %d)", c->row_request[x * bin]);
             fprintf(f, ", head %d: ", h);
@@ -712,13 +716,13 @@ static void put_heatmap(FILE *f, const swa_result *r)
         }
         step = mantissa[k] * decade;
     }
-    for (long row = 0; row < source_rows; row += step) {
+    for (long long row = 0; row < source_rows; row += step) {
         int x = left + (int)((row + 0.5) * px_per_row);
         fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#8c959f\"/>", x, y0 + plot_h, x,
                 y0 + plot_h + 4);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%ld</text>\n", x, y0 + plot_h + 16, row);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%lld</text>\n", x, y0 + plot_h + 16, row);
     }
-    fprintf(f, "<text x=\"%d\" y=\"%d\">query row → (packed over %d request%s; %d rows × %d heads)"
+    fprintf(f, "<text x=\"%d\" y=\"%d\">query row → (packed over %d request%s; %lld rows × %d heads)"
                "</text>\n",
             left, y0 + plot_h + 32, r->num_requests, r->num_requests == 1 ? "" : "s", source_rows, heads);
     put_legend(f, left, y0 + plot_h + 48);

@@ -550,7 +550,7 @@ int swa_merge_main(int argc, char **argv)
         put_safe(stdout, summary);
         free(summary);
     }
-    fflush(stdout);
+    swa_flush(stdout);
     code = merged.exitcode;
     free(shards);
     swa_run_results_free(&merged);

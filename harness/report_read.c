@@ -454,6 +454,15 @@ swa_status swa_report_case_from_json(const cJSON *obj, const char *where, swa_re
         c->row_bin = 1;
         if (matrix && !rd.failed)
             read_matrix(&rd, matrix, c);
+        /* the matrix covers the case's query rows, binned: the HTML draws
+         * its axis from total_qo, and a forged 2147483647 wrote gigabytes */
+        long long lo = (long long)(c->rows - 1) * c->row_bin + 1, hi = (long long)c->rows * c->row_bin;
+        if (matrix && !rd.failed && r->total_qo > 0 && c->rows > 0 && (r->total_qo < lo || r->total_qo > hi)) {
+            swa_error_set(rd.err, SWA_ERR_INVALID, "%s: \"shape\": \"total_qo\": expected %lld to %lld (the query "
+                          "rows its row_head_ratio covers: %d rows of %d), got %d", rd.where, lo, hi, c->rows,
+                          c->row_bin, r->total_qo);
+            rd.failed = true;
+        }
         const cJSON *lse = get_object(&rd, obj, "lse", true);
         if (lse) {
             c->lse_compared = true;

@@ -68,7 +68,9 @@ typedef struct swa_result {
     char xfail[SWA_XFAIL_REASON_MAX]; /* why it is a known failure, "" when it is not one */
     swa_outcome xfail_was;       /* xfailed / xpassed: the outcome it had (failed, error; passed) */
     char warnings[512];          /* plan-time warnings, "" when none */
-    char reproduce[1024];        /* command line that reruns this case alone */
+    char reproduce[2048];        /* command line that reruns this case alone (room for a case file path
+                                  * of SWA_PATH_MAX and an id of SWA_ID_MAX); a note saying why when
+                                  * it does not fit, never a cut command */
     char kernel[192];            /* the device's kernel variant that computed it (swa_device_ops.last_kernel),
                                     "" when the device does not say (host emulation, external backends) */
     char decisions[1024];        /* what the plan decided, "key=value;key=v1+v2" (backends/plan_decisions.h);

@@ -53,9 +53,13 @@ static void shell_quote(const char *s, char *buf, size_t n)
 }
 
 void swa_reproduce_command(const swa_run_config *cfg, const swa_case *c, const char *backend,
-                           char *buf, size_t n)
+                           char *out, size_t out_n)
 {
-    char file[SWA_PATH_MAX + 16], id[SWA_ID_MAX + 16];
+    /* built whole, then kept only if it fits: a cut command would rerun
+     * another path, or nothing ("not found") */
+    char buf[16384];
+    const size_t n = sizeof buf;
+    char file[4 * SWA_PATH_MAX + 4], id[4 * SWA_ID_MAX + 4]; /* each ' quotes as '\'' */
     shell_quote(c->file, file, sizeof file);
     shell_quote(c->id, id, sizeof id);
     int k = snprintf(buf, n, "%s run %s --filter %s --backend %s --device %s",
@@ -68,6 +72,13 @@ void swa_reproduce_command(const swa_run_config *cfg, const swa_case *c, const c
     const swa_backend *b = swa_backend_by_name(backend);
     if (!b && k > 0 && (size_t)k < n) /* an external backend: register its provider again */
         swa_external_options(buf + k, n - (size_t)k);
+    size_t len = strlen(buf);
+    if (len < out_n && len < n - 1)
+        memcpy(out, buf, len + 1);
+    else
+        snprintf(out, out_n, "(not recorded: the command that reruns this case alone is %s%zu bytes, more than the "
+                 "%zu a result keeps; run its case file with --filter and its id)", len >= n - 1 ? "over " : "", len,
+                 out_n - 1);
 }
 
 /* Host memory a case may take: SWADIFF_MAX_HOST_BYTES when set (tests,
@@ -192,6 +203,20 @@ swa_status swa_case_ctx_init_dump(swa_case_ctx *ctx, const swa_case *c, const sw
                              "case %s needs about %.2f GiB of host memory (inputs, paged pool, references, "
                              "outputs) but %.2f GiB are available to swadiff: split the case or run it on a "
                              "larger machine", c->id, need / 1073741824.0, budget / 1073741824.0);
+    /* ulimit -v: the case's data and the reference's BLAS buffers (once per
+     * process: a buffer mapped for an earlier case is counted in what is
+     * mapped) must fit in what the limit leaves; OpenBLAS retries a buffer
+     * it cannot map for ever, so this is an error now or a hang later */
+    static bool blas_mapped;
+    size_t as_limit, as_left = swa_address_space_left(&as_limit);
+    size_t blas = blas_mapped ? 0 : SWA_BLAS_THREAD_BYTES; /* more threads only where they fit (swa_blas_threads_cap) */
+    if (as_left != SIZE_MAX && need + blas > as_left)
+        return swa_error_set(err, SWA_ERR_NOMEM,
+                             "case %s needs about %.0f MiB of address space (%.0f MiB of data, %.0f MiB for the "
+                             "reference's BLAS buffers) but the address-space limit (ulimit -v, RLIMIT_AS) of %.0f "
+                             "MiB leaves %.0f MiB: raise ulimit -v by at least %.0f MiB, or remove it",
+                             c->id, (need + blas) / 1048576.0, need / 1048576.0, blas / 1048576.0,
+                             as_limit / 1048576.0, as_left / 1048576.0, (need + blas - as_left) / 1048576.0 + 1);
     double t0 = swa_now();
     st = inputs_for(ctx, c, err);
     if (st != SWA_OK)
@@ -211,6 +236,7 @@ swa_status swa_case_ctx_init_dump(swa_case_ctx *ctx, const swa_case *c, const sw
         swa_case_ctx_free(ctx);
         return st;
     }
+    blas_mapped = true;
     if (c->tol.mode == SWA_TOL_BASELINE) {
         ctx->lowp_out = malloc(n_out * sizeof(float));
         ctx->lowp_lse = malloc(n_lse * sizeof(float));
@@ -226,8 +252,11 @@ swa_status swa_case_ctx_init_dump(swa_case_ctx *ctx, const swa_case *c, const sw
     }
     if (dump_dir) {
         swa_error derr = {0};
-        if (swa_dump_case(dump_dir, c, &ctx->in, ctx->ref_out, ctx->ref_lse, &derr) != SWA_OK)
-            fprintf(stderr, "swadiff: warning: --dump for %s: %s\n", c->id, derr.message);
+        if (swa_dump_case(dump_dir, c, &ctx->in, ctx->ref_out, ctx->ref_lse, &derr) != SWA_OK) {
+            /* each of the case's results says so (dump_failed) */
+            snprintf(ctx->dump_error, sizeof ctx->dump_error, "%s", derr.message);
+            fprintf(stderr, "swadiff: --dump for %s: %s\n", c->id, derr.message);
+        }
     }
     ctx->t_reference = swa_now() - t0;
     t0 = swa_now();
@@ -572,6 +601,28 @@ static void record_launch(const swa_device_ops *dev, const swa_case *c, const sw
         swa_launch_format(&want, r->launch_predicted, sizeof r->launch_predicted);
 }
 
+/* --dump was asked for and r's files could not be written (why): a pass or
+ * a skip becomes an error saying so (the run exits 3, not 0, and the reports
+ * agree with the exit code); a failure stays a failure (exit 1 outranks 3)
+ * and its message gets the note. */
+static void dump_failed(swa_result *r, const char *why)
+{
+    if (!strncmp(why, "dump: ", 6))
+        why += 6; /* the writer's prefix; "--dump failed" says it */
+    char was[sizeof r->message];
+    snprintf(was, sizeof was, "%s", r->message);
+    if (r->outcome == SWA_OUTCOME_FAILED || r->outcome == SWA_OUTCOME_ERROR) {
+        size_t k = strlen(r->message);
+        snprintf(r->message + k, sizeof r->message - k, "; and --dump failed: %s", why);
+        return;
+    }
+    const char *outcome = r->outcome == SWA_OUTCOME_PASSED ? "passed" : "skipped";
+    r->outcome = SWA_OUTCOME_ERROR;
+    r->error_status = SWA_ERR_IO;
+    snprintf(r->message, sizeof r->message, "--dump failed: %s (the result itself: %s%s%s)", why, outcome,
+             was[0] ? ": " : "", was);
+}
+
 void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_backend *b, swa_result *r,
                  void **out_copy, float **lse_copy)
 {
@@ -590,6 +641,8 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
         r->outcome = SWA_OUTCOME_SKIPPED;
         snprintf(r->message, sizeof r->message, "%s", why);
         judge_skip(c, b, r);
+        if (ctx->dump_error[0])
+            dump_failed(r, ctx->dump_error);
         r->duration = swa_now() - t0;
         return;
     }
@@ -705,10 +758,12 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
                 lse_ln[i] = (float)(src[i] * scale);
         }
     }
-    if (cfg->dump_dir) {
+    if (cfg->dump_dir && !ctx->dump_error[0]) {
         swa_error derr = {0};
-        if (swa_dump_backend(cfg->dump_dir, c, b->name, x.out_g + SWA_GUARD_BYTES, lse_ln, &derr) != SWA_OK)
-            fprintf(stderr, "swadiff: warning: --dump for %s/%s: %s\n", c->id, b->name, derr.message);
+        if (swa_dump_backend(cfg->dump_dir, c, b->name, x.out_g + SWA_GUARD_BYTES, lse_ln, &derr) != SWA_OK) {
+            fprintf(stderr, "swadiff: --dump for %s/%s: %s\n", c->id, b->name, derr.message);
+            dump_failed(r, derr.message);
+        }
     }
     if (lse_copy) {
         *lse_copy = lse_ln;
@@ -736,6 +791,8 @@ fail:
         }
     }
 done:
+    if (ctx->dump_error[0])
+        dump_failed(r, ctx->dump_error);
     exec_free(c, b, &x);
     free(lse_ln);
     r->duration = swa_now() - t0;

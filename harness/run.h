@@ -53,6 +53,7 @@ typedef struct swa_case_ctx {
     bool inputs_borrowed;       /* in is lent by the input cache of run.c (not freed here) */
     const swa_device_ops *device;
     bool ready;
+    char dump_error[SWA_MSG_MAX]; /* --dump could not write the case's files: why ("" when it could) */
 } swa_case_ctx;
 
 #ifdef __cplusplus

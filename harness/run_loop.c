@@ -344,7 +344,7 @@ void swa_run_worker_threads(int jobs)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int per = jobs > 0 && cores > 0 ? (int)(cores / jobs) : 1;
-    openblas_set_num_threads(per > 0 ? per : 1);
+    openblas_set_num_threads(swa_blas_threads_cap(per > 0 ? per : 1)); /* ulimit -v: fewer */
 }
 
 /* One isolated worker as the parent sees it. */

@@ -610,7 +610,9 @@ static swa_status ref_run(ref_job *job, swa_error *err)
 
     pthread_mutex_lock(&g_call_lock);
     int saved_blas_threads = openblas_get_num_threads();
-    int threads = ref_resolved_threads();
+    /* under ulimit -v, no more threads than have room for their BLAS
+     * buffers: OpenBLAS spins for ever on one it cannot map */
+    int threads = swa_blas_threads_cap(ref_resolved_threads());
     if (atomic_load(&g_parallel_mode) == REF_PAR_BLAS) {
         openblas_set_num_threads(threads);
         ref_worker_main(job);

@@ -6,6 +6,7 @@
  *
  * Runs the built binary (SWADIFF_BINARY). */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -70,4 +71,79 @@ Test(hostile_cases, an_error_near_the_end_of_a_large_file_is_located)
     /* `  {"name": "c99998", "requests": [{"qo_len": 1, "kv_len": ` is 58 characters */
     snprintf(want, sizeof want, "%s:%d:59: /cases/%d/requests/0/kv_len:", path, MANY + 1, MANY - 2);
     cr_assert(strstr(out, want), "expected <%s> in:\n%.2000s", want, out);
+}
+
+/* A case around one description, written as raw bytes. */
+static void write_described(const char *path, const char *description)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert(f);
+    fprintf(f, "{\"name\": \"d\",\n \"description\": \"%s\",\n \"requests\": [{\"qo_len\": 1, \"kv_len\": 16}], "
+               "\"num_qo_heads\": 1, \"num_kv_heads\": 1, \"head_dim\": 64, \"dtype\": \"fp16\", \"page_size\": 16, "
+               "\"window_left\": -1, \"backends\": [\"decode_fa2\"], \"seed\": 1}\n", description);
+    fclose(f);
+}
+
+typedef struct text_case {
+    char description[32]; /* raw bytes of the description */
+    char want[160];       /* in the error, after "d.json:2:COLUMN: " */
+} text_case;
+
+ParameterizedTestParameters(hostile_cases, text_that_is_not_unicode_is_refused_at_its_key)
+{
+    static text_case cases[] = {
+        /* accepted: the loader took any byte, and reports carried them */
+        {"bad \xff\xfe here", "2:22: /description: invalid UTF-8 in a string (byte 0xff)"},
+        {"cut \xe2\x82", "2:22: /description: invalid UTF-8 in a string (byte 0xe2)"},
+        {"overlong \xc0\xaf", "2:27: /description: invalid UTF-8 in a string (byte 0xc0)"},
+        /* refused by cJSON as "unexpected '\\'" at / */
+        {"\\ud800", "2:18: /description: invalid JSON: the escape \\ud800 is the first half of a UTF-16 surrogate"},
+        {"x\\ud800\\u0041", "2:19: /description: invalid JSON: the escape \\ud800 is the first half"},
+        {"\\udc00", "2:18: /description: invalid JSON: the escape \\udc00 is the second half"},
+    };
+    return cr_make_param_array(text_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(text_case *t, hostile_cases, text_that_is_not_unicode_is_refused_at_its_key)
+{
+    char path[400], want[600];
+    snprintf(path, sizeof path, "%s/d.json", tmpdir);
+    write_described(path, t->description);
+    int rc = sh("%s validate %s", SWADIFF_BINARY, path);
+    cr_expect_eq(rc, 2, "%s: %s", t->want, out);
+    snprintf(want, sizeof want, "%s:%s", path, t->want);
+    cr_expect(strstr(out, want), "expected <%s> in:\n%s", want, out);
+}
+
+Test(hostile_cases, unicode_text_is_taken)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/d.json", tmpdir);
+    write_described(path, "caf\xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80 \\ud83d\\ude00 \\u00e9");
+    int rc = sh("%s validate %s", SWADIFF_BINARY, path);
+    cr_expect_eq(rc, 0, "%s", out);
+}
+
+Test(hostile_cases, nesting_past_the_limit_is_said_with_a_short_pointer)
+{
+    /* 100,000 nested lists: the pointer of the place (/cases/0/0/...) was
+     * cut at 255 bytes, mid-token, with nothing saying so */
+    char path[400];
+    snprintf(path, sizeof path, "%s/deep.json", tmpdir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs("{\"cases\": [", f);
+    for (int i = 0; i < 100000; i++)
+        fputc('[', f);
+    for (int i = 0; i < 100000; i++)
+        fputc(']', f);
+    fputs("]}\n", f);
+    fclose(f);
+    int rc = sh("%s validate %s", SWADIFF_BINARY, path);
+    cr_expect_eq(rc, 2, "%.2000s", out);
+    char want[600];
+    snprintf(want, sizeof want, "%s:1:1011: /cases/0/0/", path);
+    cr_expect(strstr(out, want), "the place: %.2000s", out);
+    cr_expect(strstr(out, "/0/...: invalid JSON: lists and objects nested deeper than 1000 levels"), "%.2000s", out);
+    cr_expect(strlen(out) < 400, "a short message (%zu bytes): %.2000s", strlen(out), out);
 }
