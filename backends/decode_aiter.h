@@ -1,5 +1,5 @@
 /* decode_aiter.h — the AITER PA v1-style decode backend's host side and the
- * decode_auto selector (README (The backends), seed 003).
+ * decode_auto selector (docs/backends.md, seed 003).
  *
  * Opaque plans: swa_decode_aiter_plan_of() returns the swa_decode_aiter_plan
  * inside a plan of swa_backend_decode_aiter; swa_decode_auto_choice() names

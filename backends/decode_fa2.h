@@ -1,5 +1,5 @@
 /* decode_fa2.h — the FlashInfer-style decode backend's host side: plan
- * builder, CUDA-graph plans and their in-place update (README (The backends),
+ * builder, CUDA-graph plans and their in-place update (docs/backends.md,
  * plan.h).
  *
  * CUDA-graph workflow, as a user of the real library runs it:

@@ -1,5 +1,5 @@
 /* plan.h — the plans the three backends build on the host, shared by every
- * device (README (The backends)).  The host emulation (backends/host/) and the CUDA
+ * device (docs/backends.md).  The host emulation (backends/host/) and the CUDA
  * kernels (backends/cuda/) execute exactly these work lists; that is how a
  * machine without a GPU exercises the same scheduling as the H200.
  *

@@ -1,5 +1,5 @@
 /* prefill.h — the FlashInfer-style batch prefill backend's host side: plan
- * builder and the choices it makes (README (The backends), plan.h).
+ * builder and the choices it makes (docs/backends.md, plan.h).
  *
  * The backend table is swa_backend_prefill (registered in registry.c).  Its
  * opaque plan (backend.h plan()) points to a struct whose first member is

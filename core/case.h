@@ -46,7 +46,7 @@ enum {
 #define SWA_BACKEND_DECODE_MASK (0u SWA_BACKEND_LIST(SWA_X_DECODE))
 
 typedef enum {
-    SWA_TOL_DEFAULT = 0,  /* per-dtype defaults (README) */
+    SWA_TOL_DEFAULT = 0,  /* per-dtype defaults (docs/cases.md) */
     SWA_TOL_ABS_REL = 1,  /* explicit atol/rtol from the case */
     SWA_TOL_BASELINE = 2, /* error <= factor * error of the low-precision reference */
 } swa_tol_mode;

@@ -1,4 +1,4 @@
-/* data.c — deterministic inputs for a case (README (Adding a case file)).
+/* data.c — deterministic inputs for a case (docs/cases.md).
  *
  * Test: tests/test_data.c (known SplitMix64 outputs, determinism, rounding,
  * poison placement).

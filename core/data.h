@@ -1,5 +1,5 @@
 /* data.h — deterministic inputs for a case and the paged KV cache built
- * from them (docs/spec.md; README (Adding a case file)).
+ * from them (docs/spec.md; docs/cases.md).
  *
  * PRNG: SplitMix64 (Steele, Lea, Flood 2014), one stream per tensor seeded
  * with splitmix64(case.seed ^ fnv1a64(tensor name)).  Uniform values are the
@@ -47,8 +47,8 @@ extern "C" {
 #endif
 
 /* Generates q/k/v for the case (distribution: normal, uniform, poison or
- * edge, described in data.c; seed; poison rules of README (Adding a case
- * file)) and builds the paged cache.  Returns SWA_OK or an error
+ * edge, described in data.c; seed; poison rules of docs/cases.md) and
+ * builds the paged cache.  Returns SWA_OK or an error
  * (allocation failure, sizes over the memory estimate). */
 swa_status swa_inputs_create(const swa_case *c, swa_inputs *in, swa_error *err);
 void swa_inputs_free(swa_inputs *in);

@@ -28,8 +28,8 @@
  * is at most the longest request (a larger chunk is the causal mask). */
 #define MAX_WINDOW_RIGHT MAX_WINDOW_LEFT
 #define MAX_CHUNK_SIZE MAX_TOKENS
-/* Scalars a fp32 kernel can hold and still be judged (README, "Adding a
- * case file"; the schema says the same).  soft_cap: 0 (none) or in
+/* Scalars a fp32 kernel can hold and still be judged (docs/internals.md,
+ * "Promises a run keeps"; the schema says the same).  soft_cap: 0 (none) or in
  * [1e-3, 1e4]: below, c * tanh(s / c) squashes every logit to +-c (and s / c
  * leaves fp16 range in kernels that keep it there); above, the cap never
  * binds for any score fp16/bf16 inputs produce, so the case tests nothing it
@@ -42,7 +42,7 @@
 #define SOFT_CAP_MAX 1e4
 #define SM_SCALE_MIN 1e-8
 #define SM_SCALE_MAX 1e4
-/* Loading caps (README, "Adding a case file"): expanded cases in one load
+/* Loading caps (docs/internals.md, "Promises a run keeps"): expanded cases in one load
  * (a run loads every path into one list), and the bytes the loaded case
  * records take themselves (each keeps its qo_len/kv_len arrays: 100000
  * cases of 65536 requests were 51 GB from a 330-byte file). */

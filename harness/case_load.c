@@ -1,6 +1,6 @@
 /* case_load.c — strict reading of case files: every key of a case object
  * checked and turned into sweep axes (expansion: harness/case_expand.c;
- * README (Adding a case file); the format is documented field by field in
+ * docs/cases.md; the format is documented field by field in
  * cases/schema/case.schema.json and summarised here).
  *
  * Test: tests/test_case_load.c (malformed files with exact locations),

@@ -26,7 +26,7 @@ static int bench_usage(FILE *f)
             "             the share of time per stage, for each --jobs value.\n"
             "--device cuda: kernel time with CUDA events over working sets beyond L2; GB/s for\n"
             "             decode (window bytes), TFLOP/s for prefill (visible pairs), next to\n"
-            "             the H200 ceilings of README (Kernels and speed).\n"
+            "             the H200 ceilings of docs/kernels.md.\n"
             "Options after the mode are passed to it (`swadiff bench --reference --help`).\n");
     return f == stdout ? SWA_EXIT_OK : SWA_EXIT_USAGE;
 }

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 
 /* ---------------------------------------------------------------------------
- * Default tolerances.  README text (keep in sync):
+ * Default tolerances.  docs/cases.md (Tolerances) says the same (keep in sync):
  *
  * Element rule: |actual - expected| <= atol + rtol * |expected|, expected
  * being the double-precision reference.
@@ -54,7 +54,7 @@
  * and still fits.
  * The bugs this harness exists for are orders of magnitude larger: seed 000
  * saw max abs diff 0.40 (bf16), an off-by-one window over 5 visible keys
- * moves an output by ~0.2, and poisoned keys (README (Adding a case file)) make any leak
+ * moves an output by ~0.2, and poisoned keys (docs/cases.md) make any leak
  * dominate.  An off-by-one over a 1024-key window moves outputs of normal
  * data by ~1e-3, inside bf16 noise: no tolerance catches that, which is why
  * the case library carries small windows, poison cases and edge data

@@ -113,7 +113,7 @@ void swa_compare_result_free(swa_compare_result *res);
 /* "Mismatched elements: 30 / 96 (31.2%)" — the first line, as torch prints it. */
 void swa_compare_first_line(const swa_compare_result *res, char *buf, size_t n);
 
-/* Per-dtype default tolerances (README documents the reasoning). */
+/* Per-dtype default tolerances (docs/cases.md, Tolerances, gives the reasoning). */
 void swa_tolerance_defaults(swa_dtype dtype, double *atol, double *rtol, double *lse_atol);
 
 /* Resolves a case's tolerance (per-dtype defaults filled in) into explicit

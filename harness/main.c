@@ -5,10 +5,10 @@
  *   swadiff list backends|devices|cases|mutants [CASES...]
  *   swadiff bench --reference | --device cuda
  *   swadiff merge OUT_DIR REPORT.json...
- *   swadiff selftest | explain | shrink   (detection power, see README)
+ *   swadiff selftest | explain | shrink   (detection power, see docs/internals.md)
  *   swadiff coverage [CASES...]            (plan decisions the cases exercise)
  *
- * Every subcommand has --help.  Exit codes: README.md and core/common.h. */
+ * Every subcommand has --help.  Exit codes: docs/cli.md and core/common.h. */
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>

@@ -228,7 +228,7 @@ Test(case_sweep, filter_globs)
     swa_case_list_free(&list);
 }
 
-/* The library carries what README (Adding a case file) says every release must carry. */
+/* The library carries the seed cases (docs/bugs.md) and the shapes they need around them (docs/cases.md). */
 Test(case_sweep, library_carries_the_seed_cases)
 {
     swa_case_list list = load_library();

@@ -14,7 +14,7 @@
  *   - on the host emulation the correct kernels pass with room to spare,
  *     and the off-by-one mutants fail on every row where the window binds.
  * The margins are printed (min over rows and heads of max_d |diff| /
- * allowed), so the README's figures can be checked. */
+ * allowed), so the figures of docs/cases.md can be checked. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 

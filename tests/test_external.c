@@ -647,7 +647,8 @@ Test(external, explain_and_shrink_refuse_bad_options)
     cr_expect(strstr(out, "does not fail on tiled:exact") && strstr(out, "(passed: "), "%s", out);
 }
 
-/* An adapter outside adapters/ imports the helper as README's snippet does,
+/* An adapter outside adapters/ imports the helper as the README's snippet does
+ * (README.md and docs/your-kernel.md show this file with comments, "numpy_exact" for "mine"),
  * from any working folder: swadiff puts the helper's folder on its PYTHONPATH. */
 Test(external, adapter_anywhere_imports_the_helper)
 {

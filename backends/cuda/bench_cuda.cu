@@ -1,5 +1,5 @@
 /* bench_cuda.cu — `swadiff bench --device cuda`: kernel timings of the three
- * CUDA backends on the shapes of README (Kernels and speed), next to its ceilings.
+ * CUDA backends on the shapes of docs/kernels.md, next to its ceilings.
  *
  *   swadiff bench --device cuda [--json PATH] [--iters N] [--quick]
  *
@@ -499,7 +499,7 @@ static swa_status bench_copy_bandwidth(double *tbps, swa_error *err)
 // ----------------------------------------------------------------------------
 // command
 
-/* The "% ceil" column's ceilings (README, Kernels and speed), one H200:
+/* The "% ceil" column's ceilings (docs/kernels.md), one H200:
  * decode against the device-to-device copy measured there (read + write;
  * each run also measures and prints its own), prefill against NVIDIA's
  * dense fp16/bf16 tensor-core peak for the H200 SXM (1,979 TFLOP/s with
@@ -584,7 +584,7 @@ static int bench_usage(FILE *f)
 {
     fprintf(f, "usage: swadiff bench --device cuda [--json PATH] [--iters N] [--quick] [--only SUBSTRING]\n"
                "                                  [--sweep] [--peers] [--peers-script PATH] [--peers-budget SECONDS]\n"
-               "  times the CUDA kernels on the README (Kernels and speed) shapes (CUDA events, median of N)\n"
+               "  times the CUDA kernels on the docs/kernels.md shapes (CUDA events, median of N)\n"
                "  --peers: also times PyTorch SDPA (flash, cuDNN), flex_attention and JAX cuDNN on the same\n"
                "  shapes in the same run (adapters/peers_bench.py, run with $SWADIFF_PYTHON or python3) and\n"
                "  prints swadiff/peer per row (a ratio of rates: above 1, swadiff is faster)\n"
@@ -771,7 +771,7 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
     double copy_tbps = 0;
     int rc = SWA_EXIT_OK;
     if (bench_copy_bandwidth(&copy_tbps, &err) == SWA_OK) {
-        printf("device-to-device copy: %.2f TB/s (read + write; README (Kernels and speed): %.2f)\n", copy_tbps, CEIL_COPY_TBPS);
+        printf("device-to-device copy: %.2f TB/s (read + write; docs/kernels.md: %.2f)\n", copy_tbps, CEIL_COPY_TBPS);
         cJSON_AddNumberToObject(root, "measured_d2d_copy_tbps", copy_tbps);
     } else {
         printf("device-to-device copy: failed: %s\n", err.message);
@@ -842,15 +842,15 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
         printf("%-50s   plan: %s;%s spot check %d rows, max abs err %.2e\n", "", res.plan,
                b->prefill_engine == 2 ? (used_tma ? " K/V by TMA;" : " K/V by cp.async;") : "", res.check_rows,
                res.check_max_err);
-        if (!b->sweep) ran[nran++] = b; /* peers time the README rows */
+        if (!b->sweep) ran[nran++] = b; /* peers time the docs/kernels.md rows */
         cJSON_AddStringToObject(item, "plan", res.plan);
         cJSON_AddNumberToObject(item, "median_ms", res.median_ms);
         cJSON_AddNumberToObject(item, "min_ms", res.min_ms);
         cJSON_AddNumberToObject(item, "max_ms", res.max_ms);
         cJSON_AddNumberToObject(item, decode ? "bytes" : "flops", res.work);
         cJSON_AddNumberToObject(item, decode ? "gbps" : "tflops", rate);
-        cJSON_AddStringToObject(item, "ceiling", decode ? "device-to-device copy 4.27 TB/s (README (Kernels and speed))"
-                                                        : "dense fp16 tensor-core peak 989 TFLOP/s (README (Kernels and speed))");
+        cJSON_AddStringToObject(item, "ceiling", decode ? "device-to-device copy 4.27 TB/s (docs/kernels.md)"
+                                                        : "dense fp16 tensor-core peak 989 TFLOP/s (docs/kernels.md)");
         cJSON_AddNumberToObject(item, "pct_of_ceiling", 100.0 * rate / ceiling);
         if (decode && copy_tbps > 0) cJSON_AddNumberToObject(item, "pct_of_measured_copy", 100.0 * rate / (copy_tbps * 1000));
         cJSON_AddStringToObject(item, "target", b->target_text);

@@ -8,7 +8,7 @@ The flashinfer / flash-attn / vLLM adapters are tried too, each skipped when its
 is missing.
 
 Every (adapter, backend, problem) reply must be a result within the harness's default
-tolerance of the reference (README "Tolerances"; the LSE converted to natural log), or
+tolerance of the reference (docs/cases.md "Tolerances"; the LSE converted to natural log), or
 `unsupported`; an `error` fails.  SWADIFF_GPU_REPORT=path writes every outcome as JSON;
 SWADIFF_GPU_ADAPTERS=torch_sdpa,jax_cudnn limits the run to those adapters.
 """
