@@ -241,6 +241,22 @@ Test(hostile_env, paths_over_1023_bytes_are_named_not_cut)
     cJSON_Delete(report);
 }
 
+/* A --plugin path or --adapter command over 1023 bytes was kept cut: the
+ * plug-in "not found", the adapter another command.  Refused by name. */
+Test(hostile_env, long_plugin_paths_and_adapter_commands_are_refused_by_name)
+{
+    char dir[1400], lib[1500];
+    long_folder(dir, sizeof dir, 1040);
+    snprintf(lib, sizeof lib, "%s/p.so", dir);
+    int rc = sh("cd '%s' && '%s' run --device host --plugin '%s' '" FIVE "'", tmpdir, SWADIFF_BINARY, lib);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "--plugin: path ") && strstr(out, "is too long: at most 1023 bytes"), "%s", out);
+    rc = sh("cd '%s' && '%s' run --device host --adapter 'a=/usr/bin/python3 %s/a.py' '" FIVE "'", tmpdir,
+            SWADIFF_BINARY, dir);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "command ") && strstr(out, "is too long: at most 1023 bytes"), "%s", out);
+}
+
 Test(hostile_env, merge_refuses_a_total_qo_its_heatmap_does_not_cover)
 {
     /* the HTML's heatmap axis drew a tick every few rows up to total_qo:

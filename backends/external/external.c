@@ -270,6 +270,14 @@ static swa_status add_provider(ext_kind kind, const char *name, const char *loca
 {
     if (num_providers == SWA_EXTERNAL_MAX || num_backends == SWA_EXTERNAL_MAX)
         return swa_error_set(err, SWA_ERR_INVALID, "at most %d plug-ins and adapters", SWA_EXTERNAL_MAX);
+    if (strlen(location) >= sizeof providers[0].location) {
+        /* kept cut, a plug-in path would be "not found" and an adapter
+         * command another command: refuse it by name */
+        char shown[200];
+        swa_path_abbrev(location, shown, sizeof shown);
+        return swa_error_set(err, SWA_ERR_INVALID, "%s %s is too long: at most %zu bytes",
+                             kind == EXT_PLUGIN ? "path" : "command", shown, sizeof providers[0].location - 1);
+    }
     int index = num_providers;
     ext_provider *prov = &providers[index];
     memset(prov, 0, sizeof *prov);
