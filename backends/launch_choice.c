@@ -12,6 +12,7 @@
 
 #include "backends/decode_aiter.h"
 #include "backends/decode_fa2.h"
+#include "backends/plan_common.h"
 #include "backends/prefill.h"
 
 /* ---- the recorded keys ---------------------------------------------------------- */
@@ -64,19 +65,13 @@ const swa_launch_def *swa_launch_def_at(int key) { return key >= 0 && key < SWA_
 int swa_launch_value_count(int key)
 {
     const swa_launch_def *d = swa_launch_def_at(key);
-    int n = 0;
-    while (d && n < SWA_LAUNCH_MAX_VALUES && d->values[n])
-        n++;
-    return n;
+    return d ? swa_closed_count(d->values, SWA_LAUNCH_MAX_VALUES) : 0;
 }
 
 int swa_launch_value_index(int key, const char *value)
 {
-    int n = swa_launch_value_count(key);
-    for (int v = 0; value && v < n; v++)
-        if (!strcmp(launch_table[key].values[v], value))
-            return v;
-    return -1;
+    const swa_launch_def *d = swa_launch_def_at(key);
+    return d ? swa_closed_index(d->values, SWA_LAUNCH_MAX_VALUES, value) : -1;
 }
 
 const swa_launch_pair *swa_launch_pairs(int *count)

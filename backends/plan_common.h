@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backends/backend.h"
 
@@ -23,6 +24,26 @@ static inline int swa_plan_target_sms(const swa_plan_opts *o)
     if (o && o->device && o->device->num_sms)
         return o->device->num_sms();
     return SWA_DEFAULT_NUM_SMS;
+}
+
+/* A closed list of value names (NULL-terminated, at most max): how many,
+ * and the index of value (-1 when it is not one).  The plan decisions'
+ * and the launch choices' tables (plan_decisions.c, launch_choice.c). */
+static inline int swa_closed_count(const char *const *values, int max)
+{
+    int n = 0;
+    while (values && n < max && values[n])
+        n++;
+    return n;
+}
+
+static inline int swa_closed_index(const char *const *values, int max, const char *value)
+{
+    int n = swa_closed_count(values, max);
+    for (int v = 0; value && v < n; v++)
+        if (!strcmp(values[v], value))
+            return v;
+    return -1;
 }
 
 static inline swa_mutant swa_plan_mutant(const swa_plan_opts *o) { return o ? o->mutant : SWA_MUTANT_NONE; }

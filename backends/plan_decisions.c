@@ -15,6 +15,7 @@
 
 #include "backends/decode_aiter.h"
 #include "backends/decode_fa2.h"
+#include "backends/plan_common.h"
 #include "backends/prefill.h"
 
 /* ---- the decisions -------------------------------------------------------------- */
@@ -90,19 +91,13 @@ const swa_decision_def *swa_decision_def_at(int key)
 int swa_decision_value_count(int key)
 {
     const swa_decision_def *d = swa_decision_def_at(key);
-    int n = 0;
-    while (d && n < SWA_DECISION_MAX_VALUES && d->values[n])
-        n++;
-    return n;
+    return d ? swa_closed_count(d->values, SWA_DECISION_MAX_VALUES) : 0;
 }
 
 int swa_decision_value_index(int key, const char *value)
 {
-    int n = swa_decision_value_count(key);
-    for (int v = 0; value && v < n; v++)
-        if (!strcmp(decision_table[key].values[v], value))
-            return v;
-    return -1;
+    const swa_decision_def *d = swa_decision_def_at(key);
+    return d ? swa_closed_index(d->values, SWA_DECISION_MAX_VALUES, value) : -1;
 }
 
 const swa_decision_pair *swa_decision_pairs(int *count)
