@@ -22,6 +22,31 @@
 #include "harness/cli.h"
 #include "harness/run.h"
 
+/* The commands: one table drives dispatch and the help text.  A command
+ * gets argv[0] = "COMMAND" (getopt's messages name it) and, where it
+ * prints reproduce lines or re-runs itself, the program's own path. */
+typedef struct command {
+    const char *name, *args, *summary;
+    int (*fn)(int argc, char **argv);                    /* or: */
+    int (*fn_prog)(int argc, char **argv, const char *prog);
+} command;
+
+static const command commands[] = {
+    {"run", "[CASES...]", "run cases (files or folders; default: cases/) on a device", NULL, swa_cmd_run},
+    {"validate", "CASES...", "load and check case files, run nothing", swa_cmd_validate, NULL},
+    {"list", "WHAT", "backends | devices | cases [CASES...] | mutants", swa_cmd_list, NULL},
+    {"bench", "", "--reference (CPU oracle), --harness, or --device cuda (kernels)", swa_cmd_bench, NULL},
+    {"merge", "OUT REPORT...", "combine report.json files from shards", swa_cmd_merge, NULL},
+    {"selftest", "[CASES...]", "run the case library under every mutant (kill matrix)", NULL, swa_cmd_selftest},
+    {"explain", "CASE_ID", "name the mask a failing backend actually applied", NULL, swa_cmd_explain},
+    {"shrink", "CASE_ID", "reduce a failing case to a minimal case file", NULL, swa_cmd_shrink},
+    {"coverage", "[CASES...]",
+     "plan decisions (and pairs) the cases never make a backend take;\n"
+     "                        --launches T / --launches-from R: the GPU kernels' launch choices",
+     swa_cmd_coverage, NULL},
+};
+#define NUM_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
+
 static int usage_main(FILE *f)
 {
     fprintf(f,
@@ -29,21 +54,17 @@ static int usage_main(FILE *f)
             "\n"
             "usage: swadiff COMMAND [OPTIONS] [ARGS]\n"
             "\n"
-            "commands:\n"
-            "  run [CASES...]        run cases (files or folders; default: cases/) on a device\n"
-            "  validate CASES...     load and check case files, run nothing\n"
-            "  list WHAT             backends | devices | cases [CASES...] | mutants\n"
-            "  bench                 --reference (CPU oracle) or --device cuda (kernels)\n"
-            "  merge OUT REPORT...   combine report.json files from shards\n"
-            "  selftest [CASES...]   run the case library under every mutant (kill matrix)\n"
-            "  explain CASE_ID       name the mask a failing backend actually applied\n"
-            "  shrink CASE_ID        reduce a failing case to a minimal case file\n"
-            "  coverage [CASES...]   plan decisions (and pairs) the cases never make a backend take\n"
-            "\n"
-            "`swadiff COMMAND --help` describes each command.\n"
-            "exit codes: 0 passed, 1 mismatch, 2 usage or case-file error, 3 runtime error,\n"
-            "            77 a GPU was required and none is usable\n",
+            "commands:\n",
             SWADIFF_VERSION);
+    for (int i = 0; i < NUM_COMMANDS; i++) {
+        char head[64];
+        snprintf(head, sizeof head, "%s%s%s", commands[i].name, commands[i].args[0] ? " " : "", commands[i].args);
+        fprintf(f, "  %-22s%s\n", head, commands[i].summary);
+    }
+    fprintf(f, "\n"
+               "`swadiff COMMAND --help` describes each command.\n"
+               "exit codes: 0 passed, 1 mismatch, 2 usage or case-file error, 3 runtime error,\n"
+               "            5 nothing compared, 77 a GPU was required and none is usable\n");
     return f == stdout ? SWA_EXIT_OK : SWA_EXIT_USAGE;
 }
 
@@ -58,18 +79,11 @@ static int run_command(int argc, char **argv)
         printf("swadiff %s (git %s)\n", SWADIFF_VERSION, SWADIFF_GIT_REVISION);
         return SWA_EXIT_OK;
     }
-    /* subcommands see argv[0] = "swadiff <cmd>" for getopt messages */
-    int sub_argc = argc - 1;
-    char **sub_argv = argv + 1;
-    if (!strcmp(cmd, "run")) return swa_cmd_run(sub_argc, sub_argv, argv[0]);
-    if (!strcmp(cmd, "validate")) return swa_cmd_validate(sub_argc, sub_argv);
-    if (!strcmp(cmd, "list")) return swa_cmd_list(sub_argc, sub_argv);
-    if (!strcmp(cmd, "bench")) return swa_cmd_bench(sub_argc, sub_argv);
-    if (!strcmp(cmd, "merge")) return swa_cmd_merge(sub_argc, sub_argv);
-    if (!strcmp(cmd, "selftest")) return swa_cmd_selftest(sub_argc, sub_argv, argv[0]);
-    if (!strcmp(cmd, "explain")) return swa_cmd_explain(sub_argc, sub_argv, argv[0]);
-    if (!strcmp(cmd, "shrink")) return swa_cmd_shrink(sub_argc, sub_argv, argv[0]);
-    if (!strcmp(cmd, "coverage")) return swa_cmd_coverage(sub_argc, sub_argv);
+    /* subcommands see argv[0] = "<cmd>" for getopt messages */
+    for (int i = 0; i < NUM_COMMANDS; i++)
+        if (!strcmp(cmd, commands[i].name))
+            return commands[i].fn ? commands[i].fn(argc - 1, argv + 1)
+                                  : commands[i].fn_prog(argc - 1, argv + 1, argv[0]);
     fprintf(stderr, "swadiff: unknown command '%s'\n\n", cmd);
     return usage_main(stderr);
 }

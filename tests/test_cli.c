@@ -642,3 +642,31 @@ Test(cli, list_cases_fields_shows_every_field)
     cr_assert(strstr(out, " r0.kv_len=40"), "%s", out);
     cr_assert(strstr(out, " dtype=bf16 "), "%s", out);
 }
+
+/* The command table drives both the help and the dispatch: every command
+ * the help lists answers its own --help (exit 0, a usage line naming it),
+ * and a name not in it is a usage error that prints the same list. */
+Test(cli, every_command_in_the_help_dispatches)
+{
+    static char help[8192], sub[16384];
+    cr_assert_eq(run(SWADIFF_BINARY " --help", help, sizeof help), 0, "%s", help);
+    const char *list = strstr(help, "commands:\n");
+    cr_assert(list, "%s", help);
+    int commands = 0;
+    for (const char *line = strchr(list, '\n') + 1; line[0] == ' ' && line[1] == ' ' && line[2] != ' ';
+         line = strchr(line, '\n') + 1) {
+        char name[32];
+        cr_assert_eq(sscanf(line, " %31[a-z]", name), 1, "%s", line);
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "%s %s --help", SWADIFF_BINARY, name);
+        int rc = run(cmd, sub, sizeof sub);
+        cr_expect_eq(rc, 0, "swadiff %s --help: exit %d\n%s", name, rc, sub);
+        cr_expect(strstr(sub, "usage: swadiff") && strstr(sub, name), "swadiff %s --help:\n%s", name, sub);
+        commands++;
+        while (strchr(line, '\n') && strchr(line, '\n')[1] == ' ' && strchr(line, '\n')[3] == ' ')
+            line = strchr(line, '\n') + 1; /* a summary's second line */
+    }
+    cr_expect_eq(commands, 9, "run validate list bench merge selftest explain shrink coverage:\n%s", help);
+    cr_expect_eq(run(SWADIFF_BINARY " frobnicate", sub, sizeof sub), 2);
+    cr_expect(strstr(sub, "unknown command 'frobnicate'") && strstr(sub, "commands:"), "%s", sub);
+}
