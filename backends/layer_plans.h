@@ -10,8 +10,9 @@
  * and window (the bug of a plan cache or graph-replay refresh that forgets
  * the window).
  *
- * Defined in backends/layer_plans.c.  Tested through tests/test_detection_power.c (the layers of a case, each planned
- * with its window, run in order) and the layered cases of the library. */
+ * Defined in backends/layer_plans.c.  Tested through
+ * tests/test_detection_power.c (the layers of a case, each planned with its
+ * window, run in order) and the layered cases of the library. */
 #ifndef SWADIFF_LAYER_PLANS_H
 #define SWADIFF_LAYER_PLANS_H
 
