@@ -20,6 +20,7 @@
 
 #include "backends/backend.h"
 #include "harness/cli.h"
+#include "harness/report.h"
 #include "harness/run.h"
 
 /* The commands: one table drives dispatch and the help text.  A command
@@ -36,7 +37,7 @@ static const command commands[] = {
     {"validate", "CASES...", "load and check case files, run nothing", swa_cmd_validate, NULL},
     {"list", "WHAT", "backends | devices | cases [CASES...] | mutants", swa_cmd_list, NULL},
     {"bench", "", "--reference (CPU oracle), --harness, or --device cuda (kernels)", swa_cmd_bench, NULL},
-    {"merge", "OUT REPORT...", "combine report.json files from shards", swa_cmd_merge, NULL},
+    {"merge", "OUT REPORT...", "combine report.json files from shards", swa_merge_main, NULL},
     {"selftest", "[CASES...]", "run the case library under every mutant (kill matrix)", NULL, swa_cmd_selftest},
     {"explain", "CASE_ID", "name the mask a failing backend actually applied", NULL, swa_cmd_explain},
     {"shrink", "CASE_ID", "reduce a failing case to a minimal case file", NULL, swa_cmd_shrink},

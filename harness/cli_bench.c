@@ -1,11 +1,10 @@
-/* cli_misc.c — `swadiff bench` and `swadiff merge`: thin dispatchers to the
- * reference benchmark (reference/bench_ref.c), the CUDA benchmark
- * (backends/cuda/bench_cuda.cu) and the report merger (harness/report_merge.c). */
+/* cli_bench.c — `swadiff bench`: the dispatcher to the reference benchmark
+ * (reference/bench_ref.c), the harness benchmark (harness/bench_harness.c)
+ * and the CUDA benchmark (backends/cuda/bench_cuda.cu). */
 #include <stdio.h>
 #include <string.h>
 
 #include "harness/cli.h"
-#include "harness/report.h"
 
 #include "harness/bench_harness.h"
 #include "reference/bench_ref.h"
@@ -54,9 +53,4 @@ int swa_cmd_bench(int argc, char **argv)
         return SWA_EXIT_USAGE;
     }
     return bench_usage(stderr);
-}
-
-int swa_cmd_merge(int argc, char **argv)
-{
-    return swa_merge_main(argc, argv);
 }
