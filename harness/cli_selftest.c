@@ -5,7 +5,6 @@
  *
  * Tested by tests/test_detect.c; CI runs `swadiff selftest --device host`. */
 #include <getopt.h>
-#include <stdarg.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,76 +63,6 @@ static const char *file_stem(const char *path, char *buf, size_t n)
     if (dot)
         *dot = '\0';
     return buf;
-}
-
-/* Appends printf-style text to a growing buffer. */
-static void append(char **buf, size_t *cap, size_t *len, const char *fmt, ...)
-{
-    va_list ap;
-    for (;;) {
-        va_start(ap, fmt);
-        int k = vsnprintf(*buf ? *buf + *len : NULL, *buf ? *cap - *len : 0, fmt, ap);
-        va_end(ap);
-        if (k < 0 || !*buf)
-            return;
-        if (*len + (size_t)k < *cap) {
-            *len += (size_t)k;
-            return;
-        }
-        char *grown = realloc(*buf, *cap * 2 + (size_t)k);
-        if (!grown)
-            return;
-        *buf = grown;
-        *cap = *cap * 2 + (size_t)k;
-    }
-}
-
-/* The kill matrix as an HTML section (mutants x case files). */
-static void html_matrix(char **buf, size_t *cap, size_t *len, const cJSON *root, char files[][SWA_PATH_MAX],
-                        int nfiles)
-{
-    char stem[128];
-    const cJSON *mutants = cJSON_GetObjectItem(root, "mutants");
-    append(buf, cap, len, "<section id=\"selftest\"><h2>Selftest: mutant kill matrix</h2>\n<p>Each row is a known bug "
-           "(<code>swadiff list mutants</code>) switched on; each cell the largest mismatch ratio among the "
-           "results of that case file that it broke (&#8212;: not killed by that file; blank: the file has no "
-           "case for the mutant's backends). The table below lists the unmutated run.</p>\n"
-           "<div style=\"overflow-x:auto\"><table class=\"overview\"><thead><tr><th>mutant</th><th>class</th>"
-           "<th>killed</th>");
-    for (int f = 0; f < nfiles; f++) {
-        char *e = swa_html_escape(file_stem(files[f], stem, sizeof stem));
-        append(buf, cap, len, "<th>%s</th>", e ? e : "");
-        free(e);
-    }
-    append(buf, cap, len, "</tr></thead><tbody>\n");
-    const cJSON *m;
-    cJSON_ArrayForEach(m, mutants) {
-        bool killed = cJSON_IsTrue(cJSON_GetObjectItem(m, "killed"));
-        char *name = swa_html_escape(cJSON_GetObjectItem(m, "name")->valuestring);
-        append(buf, cap, len, "<tr><td><code>%s</code></td><td>%d</td><td>%s</td>", name ? name : "",
-               cJSON_GetObjectItem(m, "class")->valueint,
-               killed ? "yes" : "<b style=\"color:#b00\">SURVIVED</b>");
-        free(name);
-        for (int f = 0; f < nfiles; f++) {
-            const cJSON *cell = NULL, *c;
-            cJSON_ArrayForEach(c, cJSON_GetObjectItem(m, "files"))
-                if (!strcmp(cJSON_GetObjectItem(c, "file")->valuestring, files[f]))
-                    cell = c;
-            if (!cell) {
-                append(buf, cap, len, "<td></td>");
-            } else if (cJSON_GetObjectItem(cell, "killed")->valueint == 0) {
-                append(buf, cap, len, "<td>&#8212;</td>");
-            } else {
-                double ratio = cJSON_GetObjectItem(cell, "max_ratio")->valuedouble;
-                if (ratio > 0)
-                    append(buf, cap, len, "<td>%.1f%%</td>", 100 * ratio);
-                else
-                    append(buf, cap, len, "<td>guard/error</td>");
-            }
-        }
-        append(buf, cap, len, "</tr>\n");
-    }
-    append(buf, cap, len, "</tbody></table></div></section>\n");
 }
 
 static int selftest_usage(FILE *f)
@@ -306,6 +235,9 @@ int swa_cmd_selftest(int argc, char **argv, const char *prog)
     cJSON_AddNumberToObject(jb, "results", baseline_runs);
     cJSON_AddNumberToObject(jb, "failed", baseline_bad);
     cJSON_AddStringToObject(jb, "first_failure", baseline_first);
+    cJSON *jfiles = cJSON_AddArrayToObject(root, "files"); /* the matrix's columns, in load order */
+    for (int f = 0; f < nfiles; f++)
+        cJSON_AddItemToArray(jfiles, cJSON_CreateString(files[f]));
     cJSON *jm = cJSON_AddArrayToObject(root, "mutants");
     for (int m = 1; m < SWA_MUTANT_COUNT; m++) {
         if ((any_only && !only[m]) || m == SWA_MUTANT_DEVICE_FAULT)
@@ -354,19 +286,16 @@ int swa_cmd_selftest(int argc, char **argv, const char *prog)
     bool ok = baseline_bad == 0 && survivors == 0;
     bool report_failed = false;
     if (report_dir) {
-        /* the unmutated run's report, with the kill matrix on top */
-        size_t cap = 1 << 16, len = 0;
-        char *html = malloc(cap);
-        html_matrix(&html, &cap, &len, root, files, nfiles);
+        /* the unmutated run's report, with the kill matrix on top (the
+         * HTML writer draws it from the same data as selftest.json) */
         baseline.duration = swa_now() - t0;
         baseline.exitcode = ok ? SWA_EXIT_OK : SWA_EXIT_MISMATCH;
-        baseline.extra_html = html;
+        baseline.kill_matrix = root;
         swa_error werr = {0};
         if (swa_report_write_all(&baseline, report_dir, &werr) != SWA_OK) {
             fprintf(stderr, "swadiff selftest: --report %s: %s\n", report_dir, werr.message);
             report_failed = true;
         }
-        free(html);
     }
     swa_run_results_free(&baseline);
     cJSON_AddNumberToObject(root, "survivors", survivors);

@@ -28,6 +28,7 @@
  */
 #include "harness/report.h"
 
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -901,6 +902,59 @@ static void put_case(FILE *f, const swa_result *r, const char *anchor, bool open
     fputs("</code></pre><button class=\"copy\" type=\"button\" hidden>copy</button></div>\n</div></details>\n", f);
 }
 
+/* selftest's kill matrix (mutants x case files), from the data of
+ * selftest.json: each cell the largest mismatch ratio among the results of
+ * that case file the mutant broke. */
+static void put_kill_matrix(FILE *f, const cJSON *root)
+{
+    fputs("<section id=\"selftest\"><h2>Selftest: mutant kill matrix</h2>\n<p>Each row is a known bug "
+          "(<code>swadiff list mutants</code>) switched on; each cell the largest mismatch ratio among the "
+          "results of that case file that it broke (&#8212;: not killed by that file; blank: the file has no "
+          "case for the mutant's backends). The table below lists the unmutated run.</p>\n"
+          "<div style=\"overflow-x:auto\"><table class=\"overview\"><thead><tr><th>mutant</th><th>class</th>"
+          "<th>killed</th>",
+          f);
+    const cJSON *files = cJSON_GetObjectItem(root, "files"), *file;
+    cJSON_ArrayForEach(file, files) {
+        const char *path = cJSON_GetStringValue(file) ? cJSON_GetStringValue(file) : "";
+        const char *slash = strrchr(path, '/');
+        char stem[128];
+        snprintf(stem, sizeof stem, "%s", slash ? slash + 1 : path);
+        char *dot = strrchr(stem, '.');
+        if (dot)
+            *dot = '\0';
+        fputs("<th>", f);
+        esc(f, stem);
+        fputs("</th>", f);
+    }
+    fputs("</tr></thead><tbody>\n", f);
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItem(root, "mutants")) {
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(m, "name"));
+        fputs("<tr><td><code>", f);
+        esc(f, name ? name : "");
+        fprintf(f, "</code></td><td>%d</td><td>%s</td>", cJSON_GetObjectItem(m, "class")->valueint,
+                cJSON_IsTrue(cJSON_GetObjectItem(m, "killed")) ? "yes" : "<b style=\"color:#b00\">SURVIVED</b>");
+        cJSON_ArrayForEach(file, files) {
+            const cJSON *cell = NULL, *c;
+            cJSON_ArrayForEach(c, cJSON_GetObjectItem(m, "files"))
+                if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(c, "file")), cJSON_GetStringValue(file)))
+                    cell = c;
+            if (!cell)
+                fputs("<td></td>", f);
+            else if (cJSON_GetObjectItem(cell, "killed")->valueint == 0)
+                fputs("<td>&#8212;</td>", f);
+            else if (cJSON_GetObjectItem(cell, "max_ratio")->valuedouble > 0)
+                fprintf(f, "<td>%.1f%%</td>", 100 * cJSON_GetObjectItem(cell, "max_ratio")->valuedouble);
+            else
+                fputs("<td>guard/error</td>", f);
+        }
+        fputs("</tr>\n", f);
+    }
+    fputs("</tbody></table></div></section>\n", f);
+}
+
+
 int swa_report_write_html(const swa_run_results *rr, FILE *f)
 {
     int *order = malloc(((size_t)rr->count + 1) * sizeof *order);
@@ -912,8 +966,8 @@ int swa_report_write_html(const swa_run_results *rr, FILE *f)
     }
     swa_report_order(rr, order);
     put_header(f, rr);
-    if (rr->extra_html)
-        fputs(rr->extra_html, f);
+    if (rr->kill_matrix)
+        put_kill_matrix(f, rr->kill_matrix);
     if (rr->count == 0)
         fputs("<section><p class=\"empty\">No results yet.</p></section>\n", f);
     else {

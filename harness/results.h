@@ -155,9 +155,10 @@ typedef struct swa_run_results {
     int count, capacity;
     swa_environment env;
     double started;              /* unix time, seconds */
-    /* Optional HTML section (already escaped, owned by the caller) that
-     * report.html shows above the cases: selftest's kill matrix. */
-    const char *extra_html;
+    /* Optional: selftest's kill matrix (the object selftest.json holds:
+     * "files", and "mutants" each with its "files" cells), which report.html
+     * draws above the cases; owned by the caller. */
+    const struct cJSON *kill_matrix;
     double duration;
     int exitcode;
     /* Truthfulness: a run that ended before every selected (case, backend)

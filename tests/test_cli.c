@@ -470,6 +470,14 @@ Test(cli, selftest_fails_when_a_mutant_survives_and_passes_when_killed)
     cJSON_Delete(j);
     snprintf(path, sizeof path, "%s/st/report.html", tmpdir);
     cr_assert_eq(access(path, F_OK), 0, "selftest --report writes report.html with the kill matrix");
+    /* the matrix drawn from selftest.json's data: a row for the mutant, a
+     * column for the case file, the cell its largest mismatch ratio */
+    snprintf(cmd, sizeof cmd, "grep -c 'id=\"selftest\"' '%s'; grep -o '<th>five</th>' '%s'; "
+             "grep -o '<code>left_bound_gt</code></td><td>[0-9]*</td><td>yes</td><td>[0-9.]*%%</td>' '%s'",
+             path, path, path);
+    rc = run(cmd, out, sizeof out);
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "1\n<th>five</th>\n<code>left_bound_gt</code>"), "%s", out);
 }
 
 Test(cli, shrink_writes_a_smaller_case_that_still_fails)
