@@ -142,8 +142,7 @@ void swa_cuda_last_kernel(char *buf, size_t n);
 /* The launch choices (backends/launch_choice.h): the target the launchers
  * choose for (this GPU, swa_cuda_tune), and the record of what they
  * launched since the last reset (the union over launches; NULL resets). */
-void swa_cuda_launch_target(swa_launch_target *t);
-bool swa_cuda_prefill_wgmma_ready(void); /* prefill.cu */
+void swa_cuda_launch_target(swa_launch_target *t); /* prefill.cu (it knows whether wgmma is ready) */
 void swa_cuda_note_launch(const swa_launch *l);
 void swa_cuda_last_launch(swa_launch *out);
 /* The dtype a kernel's element type instantiates. */

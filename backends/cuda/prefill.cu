@@ -308,7 +308,39 @@ static bool swa_prefill_wgmma_ready(void)
 }
 
 extern "C" int SWA_DEV_SYM(prefill_wgmma_available)(void) { return swa_prefill_wgmma_ready() ? 1 : 0; }
-bool swa_cuda_prefill_wgmma_ready(void) { return swa_prefill_wgmma_ready(); }
+
+/* The launchers' target (every launcher asks it; here because whether the
+ * wgmma engine is ready is this file's to say): the current device's SM
+ * count, asked once per device, and the knobs as they stand. */
+void swa_cuda_launch_target(swa_launch_target *t)
+{
+    static int sms[64];
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+        cudaGetLastError();
+        dev = 0;
+    }
+    if (sms[dev] <= 0 && cudaDeviceGetAttribute(&sms[dev], cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+        cudaGetLastError();
+        sms[dev] = 0;
+    }
+    const char *env_engine = NULL;
+    swa_error ignored = {};
+    (void)swa_cuda_prefill_engine_from_env(&ignored, &env_engine); /* a bad value fails the launch itself */
+    memset(t, 0, sizeof *t);
+#if SWA_TENSOR_CORE_ENGINE
+    t->portable = false;
+#else
+    t->portable = true;
+#endif
+    t->wgmma = swa_prefill_wgmma_ready();
+    t->sm_count = sms[dev];
+    t->prefill_engine = swa_cuda_tune.prefill_engine;
+    t->prefill_rows_per_warp = swa_cuda_tune.prefill_rows_per_warp;
+    t->decode_warps = swa_cuda_tune.decode_warps;
+    t->ws_ctas = swa_cuda_tune.prefill_ws_ctas;
+}
+
 
 /* The same question for the current device, not cached: the device probe
  * asks it of every visible GPU in turn (they may differ). */
