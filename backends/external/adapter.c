@@ -139,6 +139,8 @@ static void stop(adapter_proc *ap, bool keep_scratch)
     ap->pid = 0;
 }
 
+static void exit_reason(adapter_proc *ap, char *buf, size_t n);
+
 static swa_status send_frame(adapter_proc *ap, const cJSON *msg, const char *name, swa_error *err)
 {
     char *text = cJSON_PrintUnformatted(msg);
@@ -158,9 +160,12 @@ static swa_status send_frame(adapter_proc *ap, const cJSON *msg, const char *nam
     }
     cJSON_free(text);
     if (!ok) {
-        char tail[900];
+        /* why the pipe is shut, as after an EOF on the reply pipe: which of
+         * the two the adapter's exit shows first is a race */
+        char tail[900], why[200];
+        exit_reason(ap, why, sizeof why);
         log_tail(ap, tail, sizeof tail);
-        return swa_error_set(err, SWA_ERR_INVALID, "adapter %s: cannot send a message (it exited?)%s", name, tail);
+        return swa_error_set(err, SWA_ERR_INVALID, "adapter %s: cannot send a message: it %s%s", name, why, tail);
     }
     return SWA_OK;
 }
@@ -194,6 +199,10 @@ static void exit_reason(adapter_proc *ap, char *buf, size_t n)
 {
     int status;
     pid_t r = 0;
+    if (ap->pid <= 0) { /* reaped before: never waitpid(-1), another child's */
+        snprintf(buf, n, "had exited");
+        return;
+    }
     for (int i = 0; i < 50 && (r = waitpid(ap->pid, &status, WNOHANG)) == 0; i++)
         usleep(10000);
     if (r == ap->pid && WIFEXITED(status) && WEXITSTATUS(status) == SWA_ADAPTER_SETUP_FAILED)
