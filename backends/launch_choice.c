@@ -241,6 +241,12 @@ bool swa_launch_empty(const swa_launch *l)
     return true;
 }
 
+void swa_launch_union(swa_launch *dst, const swa_launch *src)
+{
+    for (int k = 0; k < SWA_LA_COUNT; k++)
+        dst->set[k] |= src->set[k];
+}
+
 size_t swa_launch_format(const swa_launch *l, char *buf, size_t n)
 {
     size_t len = 0;

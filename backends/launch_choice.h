@@ -165,6 +165,8 @@ size_t swa_launch_format(const swa_launch *l, char *buf, size_t n);
  * naming the key or value it does not know. */
 swa_status swa_launch_parse(const char *text, swa_launch *l, swa_error *err);
 bool swa_launch_empty(const swa_launch *l);
+/* dst gets every value src took (a result's launches are a union). */
+void swa_launch_union(swa_launch *dst, const swa_launch *src);
 
 /* Every value and pair the target's launchers take over every shape the
  * built-in planners can produce (head dims, query tiles from the prefill

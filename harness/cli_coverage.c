@@ -420,8 +420,8 @@ static void launch_predict_pair(const swa_case *c, const swa_backend *b, const s
         for (int l = 0; st == SWA_OK && l < c->num_layers; l++) {
             swa_launch one;
             st = swa_launch_predict(target, b, lp->plan[l], want_lse, &one, &err);
-            for (int k = 0; st == SWA_OK && k < SWA_LA_COUNT; k++)
-                all.set[k] |= one.set[k];
+            if (st == SWA_OK)
+                swa_launch_union(&all, &one);
         }
         if (lp && lp->num_layers)
             swa_layer_plans_free(b, lp);

@@ -594,8 +594,7 @@ static void record_launch(const swa_device_ops *dev, const swa_case *c, const sw
         if (swa_launch_predict(&t, b, c->num_layers > 0 ? x->layers.plan[l] : x->plan, ro->return_lse, &one,
                                &(swa_error){0}) != SWA_OK)
             return;
-        for (int k = 0; k < SWA_LA_COUNT; k++)
-            want.set[k] |= one.set[k];
+        swa_launch_union(&want, &one);
     }
     if (memcmp(&got, &want, sizeof got) != 0)
         swa_launch_format(&want, r->launch_predicted, sizeof r->launch_predicted);

@@ -61,11 +61,7 @@ void swa_cuda_last_kernel(char *buf, size_t n)
 
 static swa_launch swa_cuda_launch_rec;
 
-void swa_cuda_note_launch(const swa_launch *l)
-{
-    for (int k = 0; k < SWA_LA_COUNT; k++)
-        swa_cuda_launch_rec.set[k] |= l->set[k];
-}
+void swa_cuda_note_launch(const swa_launch *l) { swa_launch_union(&swa_cuda_launch_rec, l); }
 
 void swa_cuda_last_launch(swa_launch *out)
 {
