@@ -108,6 +108,12 @@ class Backend:
     # {"q_rows": [64, 128], "gqa_packed": True, "kv_keys": [32]}
     # (docs/adapter-protocol.md)
     tiles: dict | None = None
+    # what the kernel declares about itself (docs/invariance.md): swadiff
+    # holds a declared kernel to it bitwise under --repeat (deterministic)
+    # and --invariance batch,pages (batch_invariant); undeclared, the
+    # differences are measured and reported, never a failure by themselves
+    deterministic: bool = False
+    batch_invariant: bool = False
 
     def __post_init__(self):
         if not self.name or not isinstance(self.name, str):
@@ -123,6 +129,10 @@ class Backend:
              "kinds": list(self.kinds)}
         if self.tiles is not None:
             h["tiles"] = dict(self.tiles)
+        if self.deterministic:
+            h["deterministic"] = True
+        if self.batch_invariant:
+            h["batch_invariant"] = True
         return h
 
 

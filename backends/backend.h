@@ -132,7 +132,19 @@ typedef struct swa_plan_opts {
     swa_warn_fn warn;
     void *warn_ctx;
     const struct swa_backend *backend; /* the backend being planned (external backends find their state) */
+    /* split-KV: 0 the planner's choice; 1 forced on, -1 forced off (the
+     * "split" invariance, for backends with SWA_TRAIT_SPLIT_KNOB) */
+    int split;
 } swa_plan_opts;
+
+/* What a backend declares about itself for a case (docs/invariance.md):
+ * the invariance checks hold it to these bitwise. */
+enum {
+    SWA_TRAIT_DETERMINISTIC = 1u << 0,   /* the same inputs give the same bits, run after run */
+    SWA_TRAIT_BATCH_INVARIANT = 1u << 1, /* a request's output does not depend on the other requests of
+                                          * the batch, their order, or where its pages lie in the pool */
+    SWA_TRAIT_SPLIT_KNOB = 1u << 2,      /* takes swa_plan_opts.split */
+};
 
 typedef struct swa_run_opts {
     bool window_left_set;   /* run(window_left=...) given explicitly */
@@ -156,6 +168,8 @@ typedef struct swa_backend {
     swa_status (*run)(void *plan, void *dev_inputs, const swa_run_opts *r, const swa_out_args *o,
                       swa_error *err);
     void (*free)(void *plan);
+    /* (optional) SWA_TRAIT_* the backend declares for c; NULL: none */
+    unsigned (*traits)(const struct swa_backend *b, const swa_case *c);
 } swa_backend;
 
 #ifdef __cplusplus

@@ -232,6 +232,17 @@ static void aiter_free(void *plan)
     free(s);
 }
 
+/* 256-key partitions of each request and a reduce over them in order:
+ * nothing depends on the other requests, so the output is deterministic and
+ * batch-invariant by construction.  The LSE of return_lse comes from the
+ * shadow decode_fa2 plan, batch-invariant only in the deterministic mode.
+ * No split knob (the partitions are the kernel's). */
+static unsigned aiter_traits(const swa_backend *b, const swa_case *c)
+{
+    (void)b;
+    return SWA_TRAIT_DETERMINISTIC | (!c->return_lse || c->deterministic ? SWA_TRAIT_BATCH_INVARIANT : 0u);
+}
+
 const swa_backend swa_backend_decode_aiter = {
     .name = BACKEND,
     .description = "AITER PA v1-style decode over block_tables/context_lens: 256-token partitions, "
@@ -245,4 +256,5 @@ const swa_backend swa_backend_decode_aiter = {
     .run_lse_base = aiter_run_lse_base,
     .run = aiter_run,
     .free = aiter_free,
+    .traits = aiter_traits,
 };

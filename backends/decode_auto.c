@@ -106,6 +106,15 @@ static void auto_free(void *plan)
     free(s);
 }
 
+/* The route depends on the case alone (cuda_graph, chunk size), never on
+ * the batch: the routed backend's traits. */
+static unsigned auto_traits(const swa_backend *b, const swa_case *c)
+{
+    (void)b;
+    const swa_backend *inner = swa_decode_auto_route(c);
+    return inner->traits ? inner->traits(inner, c) : 0u;
+}
+
 const swa_backend swa_backend_decode_auto = {
     .name = BACKEND,
     .description = "decode selector: CUDA-graph cases run on decode_fa2, the rest on decode_aiter",
@@ -117,4 +126,5 @@ const swa_backend swa_backend_decode_auto = {
     .run_lse_base = auto_run_lse_base,
     .run = auto_run,
     .free = auto_free,
+    .traits = auto_traits,
 };

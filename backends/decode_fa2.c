@@ -184,7 +184,8 @@ static long long fa2_ctas_for_chunk(const int *spans, int n, int chunk, int num_
  * split.  Splits when batch x kv_heads CTAs underfill the SMs and some span
  * is longer than the minimum chunk; the chunk is the smallest multiple of
  * page_size (>= the minimum) whose grid fits in one wave. */
-static int fa2_choose_chunk(const int *spans, int n, int page_size, int num_kv_heads, int num_sms, swa_mutant m)
+static int fa2_choose_chunk(const int *spans, int n, int page_size, int num_kv_heads, int num_sms, int split,
+                            bool deterministic, swa_mutant m)
 {
     int max_span = 0;
     for (int r = 0; r < n; r++)
@@ -200,6 +201,12 @@ static int fa2_choose_chunk(const int *spans, int n, int page_size, int num_kv_h
         return 0; /* GCOVR_EXCL_LINE mutant-only */
     }
     int min_chunk = swa_align_up(SWA_DECODE_MIN_CHUNK, page_size);
+    if (split < 0)
+        return 0;
+    if (split > 0)
+        return min_chunk;
+    if (deterministic)
+        return swa_align_up(SWA_DECODE_DETERMINISTIC_CHUNK, page_size);
     if (max_span <= min_chunk || (long long)n * num_kv_heads >= num_sms)
         return 0;
     int lo = min_chunk / page_size, hi = swa_ceil_div(max_span, page_size);
@@ -282,7 +289,8 @@ swa_status swa_decode_fa2_plan_build(const swa_case *c, const swa_paged_kv *kv, 
         free(p); /* GCOVR_EXCL_LINE out-of-memory */
         return SWA_ERR_NOMEM; /* GCOVR_EXCL_LINE out-of-memory */
     }
-    int chunk = fa2_choose_chunk(spans, num_requests, c->page_size, c->num_kv_heads, swa_plan_target_sms(o), m);
+    int chunk = fa2_choose_chunk(spans, num_requests, c->page_size, c->num_kv_heads, swa_plan_target_sms(o),
+                                 o ? o->split : 0, c->deterministic, m);
     int max_kv = 0;
     for (int r = 0; r < num_requests; r++)
         max_kv = swa_imax(max_kv, c->kv_len[r]);
@@ -353,7 +361,7 @@ swa_status swa_decode_fa2_plan_graph(const swa_case *c, const swa_paged_kv *kv, 
     for (int r = 0; r < graph_max_requests; r++)
         spans[r] = worst_span;
     int chunk = fa2_choose_chunk(spans, graph_max_requests, c->page_size, c->num_kv_heads,
-                                 swa_plan_target_sms(o), m);
+                                 swa_plan_target_sms(o), o ? o->split : 0, c->deterministic, m);
     free(spans);
     p->split_kv = chunk > 0;
     p->kv_chunk_size = p->split_kv ? chunk : swa_align_up(worst_kv, c->page_size);
@@ -574,6 +582,15 @@ static swa_status fa2_run(void *plan, void *dev_inputs, const swa_run_opts *r, c
 
 static void fa2_free(void *plan) { fa2_state_free(plan); }
 
+/* Deterministic (fixed work items, chunks merged in order); batch-invariant
+ * only in the deterministic mode: otherwise the split follows the batch
+ * size (and, in graph mode, the captured batch). */
+unsigned swa_decode_fa2_traits(const swa_backend *b, const swa_case *c)
+{
+    (void)b;
+    return SWA_TRAIT_DETERMINISTIC | SWA_TRAIT_SPLIT_KNOB | (c->deterministic ? SWA_TRAIT_BATCH_INVARIANT : 0u);
+}
+
 const swa_backend swa_backend_decode_fa2 = {
     .name = BACKEND,
     .description = "FlashInfer-style batch decode: one CTA per (request, KV chunk, kv head) with all group "
@@ -586,4 +603,5 @@ const swa_backend swa_backend_decode_fa2 = {
     .run_lse_base = fa2_run_lse_base,
     .run = fa2_run,
     .free = fa2_free,
+    .traits = swa_decode_fa2_traits,
 };

@@ -24,9 +24,14 @@
 #include "backends/backend.h"
 
 extern const swa_backend swa_backend_decode_fa2;
+/* SWA_TRAIT_* of decode_fa2 for c (docs/invariance.md). */
+unsigned swa_decode_fa2_traits(const swa_backend *b, const swa_case *c);
 
 /* Smallest split chunk worth a CTA (tokens, rounded up to the page size). */
 #define SWA_DECODE_MIN_CHUNK 64
+/* The deterministic mode's split-KV chunk (keys, rounded up to the page
+ * size): the same for every batch. */
+#define SWA_DECODE_DETERMINISTIC_CHUNK 1024
 
 /* Plan for the first num_requests requests of case c over the paged cache
  * kv (non-graph).  o may be NULL (no mutant, 132 SMs). */

@@ -58,11 +58,15 @@ static long long prefill_ctas_for_chunk(const swa_case *c, const int *tiles, int
     return items * c->num_kv_heads;
 }
 
-/* Split-KV decision.  Returns the chunk size, or 0 for no split.  Splits
+/* Split-KV decision.  Returns the chunk size, or 0 for no split.  The
+ * deterministic mode (c->deterministic) always splits, in chunks of
+ * SWA_PREFILL_DETERMINISTIC_CHUNK keys whatever the batch; a forced split
+ * (the "split" invariance) uses the smallest worthwhile chunk.  Otherwise it
+ * splits
  * when the unsplit grid underfills the SMs and some request is longer than
  * the smallest worthwhile chunk (4 KV tiles); the chunk is the smallest
  * multiple of cta_tile_kv whose grid still fits in one wave. */
-static int prefill_choose_chunk(const swa_case *c, const int *tiles, int cta_tile_kv, int num_sms,
+static int prefill_choose_chunk(const swa_case *c, const int *tiles, int cta_tile_kv, int num_sms, int split,
                                 swa_mutant m)
 {
     int max_kv = 0;
@@ -73,6 +77,12 @@ static int prefill_choose_chunk(const swa_case *c, const int *tiles, int cta_til
         return swa_align_up(swa_ceil_div(max_kv, 2), cta_tile_kv); /* GCOVR_EXCL_LINE mutant-only */
 
     int min_chunk = 4 * cta_tile_kv;
+    if (split < 0)
+        return 0;
+    if (split > 0)
+        return min_chunk;
+    if (c->deterministic)
+        return SWA_PREFILL_DETERMINISTIC_CHUNK;
     if (max_kv <= min_chunk || prefill_ctas_for_chunk(c, tiles, max_kv) >= num_sms)
         return 0;
     int lo = min_chunk / cta_tile_kv, hi = swa_ceil_div(max_kv, cta_tile_kv);
@@ -157,7 +167,9 @@ static swa_status prefill_fill(const swa_case *c, const swa_plan_opts *o, swa_pr
         p->kv_indptr[r + 1] = p->kv_indptr[r] + c->kv_len[r];
         packed_total += (long long)c->qo_len[r] * p->group_size;
     }
-    p->cta_tile_q = swa_prefill_cta_tile_q((double)packed_total / B, c->head_dim);
+    /* the deterministic mode takes the tile of long prompts whatever the
+     * batch: the average would make one request's kernel depend on the others */
+    p->cta_tile_q = swa_prefill_cta_tile_q(c->deterministic ? 1e9 : (double)packed_total / B, c->head_dim);
     p->cta_tile_kv = swa_prefill_cta_tile_kv(c->head_dim);
 
     int *tiles = swa_plan_calloc((size_t)B, sizeof(int), BACKEND, err);
@@ -165,7 +177,7 @@ static swa_status prefill_fill(const swa_case *c, const swa_plan_opts *o, swa_pr
         return SWA_ERR_NOMEM; /* GCOVR_EXCL_LINE out-of-memory */
     for (int r = 0; r < B; r++)
         tiles[r] = swa_ceil_div(c->qo_len[r] * p->group_size, p->cta_tile_q);
-    int chunk = prefill_choose_chunk(c, tiles, p->cta_tile_kv, swa_plan_target_sms(o), m);
+    int chunk = prefill_choose_chunk(c, tiles, p->cta_tile_kv, swa_plan_target_sms(o), o ? o->split : 0, m);
     p->split_kv = chunk > 0;
     p->kv_chunk_size = chunk;
 
@@ -312,6 +324,16 @@ static void prefill_free(void *plan)
     free(s);
 }
 
+/* Every launch computes each work item in a fixed order and merges the
+ * chunks of a row in chunk order: deterministic.  Batch-invariant only in
+ * the deterministic mode: otherwise the query tile follows the batch's
+ * average length and the split follows the batch's size. */
+unsigned swa_prefill_traits(const swa_backend *b, const swa_case *c)
+{
+    (void)b;
+    return SWA_TRAIT_DETERMINISTIC | SWA_TRAIT_SPLIT_KNOB | (c->deterministic ? SWA_TRAIT_BATCH_INVARIANT : 0u);
+}
+
 const swa_backend swa_backend_prefill = {
     .name = BACKEND,
     .description = "FlashInfer-style batch prefill (paged or ragged KV), query tiles of 16/64/128 packed "
@@ -324,4 +346,5 @@ const swa_backend swa_backend_prefill = {
     .run_lse_base = prefill_run_lse_base,
     .run = prefill_run,
     .free = prefill_free,
+    .traits = swa_prefill_traits,
 };

@@ -19,6 +19,12 @@ int swa_prefill_cta_tile_q(double avg_packed_qo_len, int head_dim);
 /* KV tile: 64 keys for head_dim <= 128, 32 for larger heads (shared memory). */
 int swa_prefill_cta_tile_kv(int head_dim);
 
+/* The deterministic mode's split-KV chunk (keys; a multiple of every KV
+ * tile): the same for every batch, as FlashInfer's fixed split size. */
+#define SWA_PREFILL_DETERMINISTIC_CHUNK 4096
+/* SWA_TRAIT_* of the prefill backend for c (docs/invariance.md). */
+unsigned swa_prefill_traits(const swa_backend *b, const swa_case *c);
+
 /* Builds the plan for case c (mutant and occupancy from o; o may be NULL:
  * no mutant, 132 SMs).  *out is allocated; release with
  * swa_prefill_plan_free.  Errors: SWA_ERR_INVALID (bad shapes),

@@ -13,6 +13,32 @@
 /* ---------------------------------------------------------------------------
  * backend names */
 
+const char *const swa_invariance_names[] = {"batch", "pages", "split", NULL};
+
+unsigned swa_invariance_flag_by_name(const char *name)
+{
+    for (int i = 0; name && swa_invariance_names[i]; i++)
+        if (strcmp(name, swa_invariance_names[i]) == 0)
+            return 1u << i;
+    return 0;
+}
+
+void swa_invariance_names_text(char *buf, size_t n)
+{
+    snprintf(buf, n, "\"batch\", \"pages\" or \"split\"");
+}
+
+size_t swa_invariance_format(unsigned set, char *buf, size_t n)
+{
+    size_t k = 0;
+    if (n)
+        buf[0] = '\0';
+    for (int i = 0; swa_invariance_names[i]; i++)
+        if ((set & (1u << i)) && k < n)
+            k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? "," : "", swa_invariance_names[i]);
+    return k < n ? k : (n ? n - 1 : 0);
+}
+
 const char *const swa_dist_names[] = {
     [SWA_DIST_NORMAL] = "normal", [SWA_DIST_UNIFORM] = "uniform", [SWA_DIST_POISON] = "poison",
     [SWA_DIST_EDGE] = "edge", [SWA_DIST_EDGE + 1] = NULL,

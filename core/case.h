@@ -60,6 +60,24 @@ typedef struct swa_tolerance {
     bool equal_nan;       /* NaN on both sides counts as equal */
 } swa_tolerance;
 
+/* Self-comparisons a case asks for (docs/invariance.md): the backend's
+ * output under a transformation of the problem that must not change it,
+ * compared with its own output on the case (harness/invariance.c). */
+enum {
+    SWA_INV_BATCH = 1u << 0, /* each request alone, and the batch reordered */
+    SWA_INV_PAGES = 1u << 1, /* another physical page order, another page size */
+    SWA_INV_SPLIT = 1u << 2, /* split-KV forced on and off (backends with the knob) */
+    SWA_INV_ALL = (1u << 3) - 1
+};
+/* The names by bit index ("batch", "pages", "split"), NULL-terminated. */
+extern const char *const swa_invariance_names[];
+/* The bit of a name, 0 when it is not one. */
+unsigned swa_invariance_flag_by_name(const char *name);
+/* "batch, pages or split" (for "expected ..." messages). */
+void swa_invariance_names_text(char *buf, size_t n);
+/* "batch,pages" for a set of bits ("" for none); returns the length. */
+size_t swa_invariance_format(unsigned set, char *buf, size_t n);
+
 typedef struct swa_case {
     char id[SWA_ID_MAX];       /* "<file stem>/<name>" + ":k=v,k=v" for swept axes */
     char file[SWA_PATH_MAX];   /* the case file it came from */
@@ -90,6 +108,11 @@ typedef struct swa_case {
     bool cuda_graph;           /* plan for capture, capture, replay with the full batch */
     int graph_capture_requests;/* requests in the captured batch (< num_requests) */
     bool return_lse;
+    /* Plan the built-in backends in their deterministic mode: a split-KV
+     * chunk and query tile that depend on no other request of the batch
+     * (docs/invariance.md), as sglang's deterministic inference asks. */
+    bool deterministic;
+    unsigned invariance;       /* SWA_INV_* self-comparisons the case asks for */
     /* Interleaved layers (num_layers 0: none).  The case file's "layers"
      * expands to one record per layer (id suffix "layer=<i>"): each record
      * carries every layer's window, window_left is layer `layer`'s.  A run

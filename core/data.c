@@ -436,6 +436,75 @@ nomem:
                          swa_case_host_bytes(c));
 }
 
+swa_status swa_inputs_derive(const swa_inputs *base, const swa_case *base_case, const swa_case *nc,
+                             const int *from, uint64_t page_seed, swa_inputs *in, swa_error *err)
+{
+    memset(in, 0, sizeof *in);
+    in->evicted_page = -1;
+    swa_status st = check_case(nc, err);
+    if (st != SWA_OK)
+        return st;
+    int n = nc->num_requests;
+    for (int i = 0; i < n; i++)
+        if (from[i] < 0 || from[i] >= base->num_requests || nc->qo_len[i] != base_case->qo_len[from[i]] ||
+            nc->kv_len[i] != base_case->kv_len[from[i]])
+            return swa_error_set(err, SWA_ERR_INVALID, "case %s: derived request %d does not match request %d of "
+                                 "the case", nc->id, i, from[i]);
+    in->num_requests = n;
+    in->num_qo_heads = base->num_qo_heads;
+    in->num_kv_heads = base->num_kv_heads;
+    in->head_dim = base->head_dim;
+    in->dtype = base->dtype;
+    in->qo_indptr = malloc((size_t)(n + 1) * sizeof *in->qo_indptr);
+    in->kv_indptr = malloc((size_t)(n + 1) * sizeof *in->kv_indptr);
+    if (!in->qo_indptr || !in->kv_indptr)
+        goto nomem;
+    in->qo_indptr[0] = in->kv_indptr[0] = 0;
+    for (int i = 0; i < n; i++) {
+        in->qo_indptr[i + 1] = in->qo_indptr[i] + nc->qo_len[i];
+        in->kv_indptr[i + 1] = in->kv_indptr[i] + nc->kv_len[i];
+    }
+    in->total_qo = in->qo_indptr[n];
+    in->total_kv = in->kv_indptr[n];
+    size_t q_row = (size_t)base->num_qo_heads * (size_t)base->head_dim;
+    size_t kv_row = (size_t)base->num_kv_heads * (size_t)base->head_dim;
+    size_t dsize = swa_dtype_size(base->dtype);
+    in->q = malloc((size_t)in->total_qo * q_row * sizeof(float) + 1);
+    in->k = malloc((size_t)in->total_kv * kv_row * sizeof(float) + 1);
+    in->v = malloc((size_t)in->total_kv * kv_row * sizeof(float) + 1);
+    in->q_raw = malloc((size_t)in->total_qo * q_row * dsize + 1);
+    in->k_raw = malloc((size_t)in->total_kv * kv_row * dsize + 1);
+    in->v_raw = malloc((size_t)in->total_kv * kv_row * dsize + 1);
+    if (!in->q || !in->k || !in->v || !in->q_raw || !in->k_raw || !in->v_raw)
+        goto nomem;
+    for (int i = 0; i < n; i++) {
+        int r = from[i];
+        size_t qd = (size_t)in->qo_indptr[i] * q_row, qs = (size_t)base->qo_indptr[r] * q_row;
+        size_t qn = (size_t)nc->qo_len[i] * q_row;
+        memcpy(in->q + qd, base->q + qs, qn * sizeof(float));
+        memcpy((char *)in->q_raw + qd * dsize, (const char *)base->q_raw + qs * dsize, qn * dsize);
+        size_t kd = (size_t)in->kv_indptr[i] * kv_row, ks = (size_t)base->kv_indptr[r] * kv_row;
+        size_t kn = (size_t)nc->kv_len[i] * kv_row;
+        memcpy(in->k + kd, base->k + ks, kn * sizeof(float));
+        memcpy(in->v + kd, base->v + ks, kn * sizeof(float));
+        memcpy((char *)in->k_raw + kd * dsize, (const char *)base->k_raw + ks * dsize, kn * dsize);
+        memcpy((char *)in->v_raw + kd * dsize, (const char *)base->v_raw + ks * dsize, kn * dsize);
+    }
+    st = swa_paged_build(&in->paged, nc->dtype, nc->layout, nc->page_size, n, nc->kv_len, nc->num_kv_heads,
+                         nc->head_dim, in->k, in->v, page_seed, err);
+    if (st == SWA_OK && nc->dist == SWA_DIST_POISON)
+        st = poison_evict_pages(nc, in, err);
+    if (st != SWA_OK) {
+        swa_inputs_free(in);
+        return st;
+    }
+    return SWA_OK;
+
+nomem:
+    swa_inputs_free(in);
+    return swa_error_set(err, SWA_ERR_NOMEM, "case %s: out of host memory for its derived inputs", nc->id);
+}
+
 void swa_inputs_free(swa_inputs *in)
 {
     if (!in)

@@ -53,6 +53,16 @@ extern "C" {
 swa_status swa_inputs_create(const swa_case *c, swa_inputs *in, swa_error *err);
 void swa_inputs_free(swa_inputs *in);
 
+/* The inputs of a derived case nc (the invariance checks: a request alone,
+ * the batch reordered, another page order or page size) made from the
+ * case's own inputs, never regenerated: request i of nc is request from[i]
+ * of base_case, its q rows and K/V tokens bit for bit; the paged cache is
+ * rebuilt for nc's page size and layout with pages shuffled by page_seed,
+ * and poison evicts nc's pages as swa_inputs_create would.  nc's qo_len and
+ * kv_len must be those of the requests it takes (SWA_ERR_INVALID). */
+swa_status swa_inputs_derive(const swa_inputs *base, const swa_case *base_case, const swa_case *nc,
+                             const int *from, uint64_t page_seed, swa_inputs *in, swa_error *err);
+
 /* Poison placement (data.c's header): the first key some query row of
  * request r may see (keys before it get K = NaN, V = +-4096), and the number
  * of leading pages of r that are evicted (NaN, entries on a shared page). */

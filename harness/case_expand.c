@@ -407,6 +407,8 @@ static int expand_one(expander *ex)
     c.cuda_graph = cuda_graph;
     c.graph_capture_requests = capture ? (int)capture->i : 0;
     c.return_lse = (v = field_value(ex, F_RETURN_LSE)) ? v->i != 0 : false;
+    c.deterministic = (v = field_value(ex, F_DETERMINISTIC)) ? v->i != 0 : false;
+    c.invariance = cs->invariance;
     snprintf(c.expect_error, sizeof c.expect_error, "%s", cs->expect_error ? cs->expect_error : "");
     for (const cJSON *m = cs->expect_skip ? cs->expect_skip->child : NULL; m; m = m->next)
         for (int b = 0; b < SWA_BACKEND_COUNT; b++)

@@ -304,6 +304,14 @@ static cJSON *case_to_json(const swa_case *c)
     if (c->cuda_graph)
         cJSON_AddNumberToObject(o, "graph_capture_requests", c->graph_capture_requests);
     cJSON_AddBoolToObject(o, "return_lse", c->return_lse);
+    if (c->deterministic)
+        cJSON_AddTrueToObject(o, "deterministic");
+    if (c->invariance) {
+        cJSON *inv = cJSON_AddArrayToObject(o, "invariance");
+        for (int i = 0; swa_invariance_names[i]; i++)
+            if (c->invariance & (1u << i))
+                cJSON_AddItemToArray(inv, cJSON_CreateString(swa_invariance_names[i]));
+    }
     if (c->expect_error[0])
         cJSON_AddStringToObject(o, "expect_error", c->expect_error);
     /* only the backends the written case runs: the loader refuses others */

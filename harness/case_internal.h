@@ -60,7 +60,7 @@ typedef enum {
     F_PAGE_SIZE, F_LAYOUT, F_KV_MODE, F_CAUSAL, F_WINDOW_LEFT, F_WINDOW_RIGHT, F_ATTENTION_CHUNK_SIZE,
     F_SOFT_CAP, F_SM_SCALE,
     F_BACKENDS, F_TOLERANCE, F_DATA, F_SEED, F_CUDA_GRAPH, F_GRAPH_CAPTURE_REQUESTS,
-    F_RETURN_LSE, F_EXPECT_ERROR, F_EXPECT_SKIP, F_LAYERS, F_XFAIL, F_COUNT
+    F_RETURN_LSE, F_EXPECT_ERROR, F_EXPECT_SKIP, F_LAYERS, F_XFAIL, F_DETERMINISTIC, F_INVARIANCE, F_COUNT
 } field_id;
 
 typedef enum { R_QO_LEN, R_KV_LEN, R_COUNT, R_FIELDS } request_field;
@@ -118,6 +118,7 @@ typedef struct case_state {
     int num_axes, cap_axes;
     int field_axis[F_COUNT];      /* axis of a case-level key, -1 when absent */
     unsigned backends;
+    unsigned invariance;          /* "invariance": SWA_INV_* */
     swa_tolerance tol;
     const char *expect_error;     /* NULL: none */
     const cJSON *expect_skip;     /* the "expect_skip" object (NULL: none), checked against

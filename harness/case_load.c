@@ -75,6 +75,8 @@ const key_spec swa_case_keys[F_COUNT] = {
     [F_EXPECT_SKIP] = {"expect_skip", K_SPECIAL, false, 0, 0, NULL, 0, NULL, false, NULL},
     [F_LAYERS] = {"layers", K_SPECIAL, false, 0, 0, NULL, 0, NULL, false, NULL},
     [F_XFAIL] = {"xfail", K_SPECIAL, false, 0, 0, NULL, 0, NULL, false, NULL},
+    [F_DETERMINISTIC] = {"deterministic", K_BOOL, false, 0, 0, NULL, 0, NULL, false, NULL},
+    [F_INVARIANCE] = {"invariance", K_SPECIAL, false, 0, 0, NULL, 0, NULL, false, NULL},
 };
 
 static const key_spec REQUEST_KEYS[R_FIELDS] = {
@@ -505,6 +507,34 @@ static int read_backends(case_state *cs, const cJSON *v, const char *path)
     return 0;
 }
 
+/* "invariance": ["batch", "pages", "split"]: the self-comparisons of the
+ * case (docs/invariance.md); each name once, an empty list asks for none. */
+static int read_invariance(case_state *cs, const cJSON *v, const char *path)
+{
+    const swa_json_doc *doc = cs->doc;
+    char got[64], epath[PATH_N], want[96];
+    swa_case_describe_value(doc, v, got, sizeof got);
+    swa_invariance_names_text(want, sizeof want);
+    if (!cJSON_IsArray(v))
+        return swa_json_fail(doc, cs->err, swa_json_value_offset(doc, v), path,
+                             "expected a list of invariance names (%s), got %s", want, got);
+    int index = 0;
+    cs->invariance = 0;
+    for (const cJSON *e = v->child; e; e = e->next, index++) {
+        swa_json_path_index(epath, sizeof epath, path, index);
+        swa_case_describe_value(doc, e, got, sizeof got);
+        unsigned f = cJSON_IsString(e) ? swa_invariance_flag_by_name(e->valuestring) : 0;
+        if (!f)
+            return swa_json_fail(doc, cs->err, swa_json_value_offset(doc, e), epath,
+                                 "expected an invariance name (%s), got %s", want, got);
+        if (cs->invariance & f)
+            return swa_json_fail(doc, cs->err, swa_json_value_offset(doc, e), epath,
+                                 "expected each invariance once, got %s twice", got);
+        cs->invariance |= f;
+    }
+    return 0;
+}
+
 static int read_tolerance_number(case_state *cs, const cJSON *v, const char *path, bool positive, double *out)
 {
     char got[64];
@@ -854,6 +884,8 @@ static int read_member(case_state *cs, int f, const cJSON *m, const char *path)
         return read_layers(cs, m, path);
     case F_XFAIL:
         return read_xfail(cs, m, path);
+    case F_INVARIANCE:
+        return read_invariance(cs, m, path);
     default:
         return read_axis(cs, &swa_case_keys[f], m, path, swa_case_keys[f].key, f, -1, &cs->field_axis[f]);
     }

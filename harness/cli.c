@@ -219,6 +219,31 @@ int swa_cli_parse_seconds(const char *s, double *out)
     return 0;
 }
 
+int swa_cli_parse_invariance(const char *s, unsigned *set)
+{
+    unsigned v = 0;
+    if (!*s)
+        return -1;
+    if (!strcmp(s, "all")) {
+        *set = SWA_INV_ALL;
+        return 0;
+    }
+    char buf[128];
+    if (strlen(s) >= sizeof buf)
+        return -1;
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        unsigned f = swa_invariance_flag_by_name(tok);
+        if (!f)
+            return -1;
+        v |= f;
+    }
+    if (!v || s[strlen(s) - 1] == ',' || s[0] == ',' || strstr(s, ",,"))
+        return -1;
+    *set = v;
+    return 0;
+}
+
 int swa_cli_parse_repeat(const char *s, int *count)
 {
     long v = 0;

@@ -50,6 +50,9 @@ void swa_cli_environment(swa_environment *env, const swa_device_ops *dev, int ar
 /* Parses a run count: decimal digits only, 1 <= N <= SWA_REPEAT_MAX.
  * Returns 0 or -1 (a sign, a space, a suffix, 0 or too many). */
 int swa_cli_parse_repeat(const char *s, int *count);
+/* --invariance LIST: "batch,pages", "split" or "all" into SWA_INV_* bits;
+ * -1 for an unknown name or an empty item. */
+int swa_cli_parse_invariance(const char *s, unsigned *set);
 /* Parses a duration in seconds (--timeout, --adapter-timeout): a number
  * with 0 < t <= SWA_SECONDS_MAX.  Returns 0 or -1 (not a number, 0 or less,
  * inf, NaN, past the limit: later arithmetic in milliseconds would overflow). */

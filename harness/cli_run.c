@@ -65,7 +65,13 @@ static int run_usage(FILE *f)
             "      --repeat N      run every (case, backend) N times on the same inputs (1 to %d);\n"
             "                      run 1 is compared with the reference, runs 2..N must equal it\n"
             "                      bitwise (output, LSE, guard bytes), else the result fails as\n"
-            "                      nondeterministic\n"
+            "                      nondeterministic (a backend that declares itself deterministic;\n"
+            "                      for any other the differences are reported, not judged)\n"
+            "      --invariance LIST  add self-comparisons to every case: batch (each request\n"
+            "                      alone, the batch reversed), pages (another page order and\n"
+            "                      size), split (split-KV forced on and off), comma-separated,\n"
+            "                      or all (docs/invariance.md)\n"
+            "      --deterministic plan the built-in backends in their deterministic mode\n"
             "      --no-explain    don't attach a diagnosis to failing results\n"
             "      --no-isolate    run in this process instead of a worker (for debuggers;\n"
             "                      a device fault then ends the run)\n"
@@ -94,6 +100,7 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         {"adapters", required_argument, 0, 'R'}, {"adapter-timeout", required_argument, 0, 'W'},
         {"repeat", required_argument, 0, 'N'}, {"where", required_argument, 0, 'w'},
         {"xfail", required_argument, 0, 'X'},
+        {"invariance", required_argument, 0, 'V'}, {"deterministic", no_argument, 0, 'Z'},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
     };
     const char *device_name = "auto", *report_dir = NULL, *dump_dir = NULL, *mutant_only = NULL;
@@ -114,7 +121,8 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
     swa_mutant mutant = SWA_MUTANT_NONE;
     double timeout = 0;
     int repeat = 1;
-    bool explain = true, quiet = false, no_isolate = false;
+    unsigned invariance = 0;
+    bool explain = true, quiet = false, no_isolate = false, deterministic = false;
     char bad[128];
     optind = 1;
     int ch;
@@ -233,6 +241,16 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
                 return SWA_EXIT_USAGE;
             }
             break;
+        case 'V':
+            if (swa_cli_parse_invariance(optarg, &invariance) != 0) {
+                char names[96];
+                swa_invariance_names_text(names, sizeof names);
+                fprintf(stderr, "swadiff run: --invariance %s: expected a comma-separated list of %s, or all\n",
+                        optarg, names);
+                return SWA_EXIT_USAGE;
+            }
+            break;
+        case 'Z': deterministic = true; break;
         case 'E': explain = false; break;
         case 'I': no_isolate = true; break;
         case 'O': mutant_only = optarg; break;
@@ -310,8 +328,14 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         swa_case_list_free(&all);
         return rc;
     }
+    /* --invariance and --deterministic apply to every case, as if each case
+     * file said so (the reproduce commands repeat them) */
+    for (int i = 0; i < all.count; i++) {
+        all.cases[i].invariance |= invariance;
+        all.cases[i].deterministic = all.cases[i].deterministic || deterministic;
+    }
     /* select: filters, then the shard over what the filters kept */
-    int *selected = malloc(sizeof(int) * (size_t)(all.count ? all.count : 1));
+    int *selected = malloc(sizeof(int) * (size_t)(all.count > 0 ? all.count : 1));
     int nsel = 0, kept = 0;
     swa_run_config sel_cfg = {.backend_mask = backend_mask, .backends_selected = backends_selected,
                               .external_globs = externals, .num_external_globs = nexternals};
@@ -393,7 +417,8 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         .backends_selected = backends_selected, .external_globs = externals, .num_external_globs = nexternals,
         .timeout = timeout, .explain_failures = explain, .quiet = quiet, .no_isolate = no_isolate,
         .mutant_only = mutant_only, .jobs = jobs, .gpus = gpus, .num_gpus = num_gpus,
-        .repeat = repeat, .argv0 = prog, .xfail = &xfail,
+        .repeat = repeat, .argv0 = prog, .xfail = &xfail, .invariance = invariance,
+        .deterministic = deterministic,
     };
     if (swa_run_count_pairs(&cfg, &all, selected, nsel) == 0) {
         fprintf(stderr, "swadiff run: nothing to run: the %d selected case(s) and the backend selection give no "

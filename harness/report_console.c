@@ -4,6 +4,7 @@
  * Test: tests/test_report_console.c.
  */
 #include "harness/report_console.h"
+#include "harness/invariance.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -528,6 +529,49 @@ int swa_console_write_markdown(FILE *f, const swa_run_results *rr, const char *r
     return ferror(f) ? -1 : 0;
 }
 
+/* The invariance checks of the run in a few lines: how many held, and the
+ * measured differences (not judged) worst first, at most SWA_CONSOLE_WORST. */
+static void invariance_summary(FILE *f, const swa_run_results *rr)
+{
+    long long counts[4] = {0, 0, 0, 0}, held = 0, broken = 0;
+    for (int i = 0; i < rr->count; i++)
+        for (int k = 0; k < rr->items[i].num_invariance; k++) {
+            const swa_inv_record *v = &rr->items[i].invariance[k];
+            counts[v->state]++;
+            held += v->bitwise && v->state == SWA_INV_SAME;
+            broken += v->bitwise && v->state == SWA_INV_DIFFERS;
+        }
+    if (!counts[0] && !counts[1] && !counts[2] && !counts[3])
+        return;
+    fprintf(f, "Invariance: %lld checks bitwise equal (%lld held for backends declaring it), %lld differ (%lld of them "
+            "declared invariant: failures), %lld skipped, %lld errors (docs/invariance.md)\n",
+            counts[SWA_INV_SAME], held, counts[SWA_INV_DIFFERS], broken, counts[SWA_INV_SKIPPED],
+            counts[SWA_INV_ERROR]);
+    for (int shown = 0; shown < SWA_CONSOLE_WORST;) {
+        const swa_result *best = NULL;
+        const swa_inv_record *bv = NULL;
+        static const swa_inv_record *done[SWA_CONSOLE_WORST];
+        for (int i = 0; i < rr->count; i++)
+            for (int k = 0; k < rr->items[i].num_invariance; k++) {
+                const swa_inv_record *v = &rr->items[i].invariance[k];
+                bool seen = false;
+                for (int d = 0; d < shown; d++)
+                    seen = seen || done[d] == v;
+                if (v->state == SWA_INV_DIFFERS && !v->bitwise && !seen &&
+                    (!bv || v->max_tol_ratio > bv->max_tol_ratio)) {
+                    best = &rr->items[i];
+                    bv = v;
+                }
+            }
+        if (!bv)
+            break;
+        done[shown++] = bv;
+        char line[SWA_MSG_MAX];
+        swa_invariance_line(bv, line, sizeof line);
+        fprintf(f, "  measured: %s %s: %s\n", best->id, best->backend, line);
+    }
+}
+
 void swa_console_close(swa_console *con, const swa_run_results *rr, const char *report_dir)
 {
     if (!con)
@@ -537,6 +581,7 @@ void swa_console_close(swa_console *con, const swa_run_results *rr, const char *
         fprintf(con->out, "(%d more error%s repeat%s a backend's message printed above; the reports list each)\n",
                 con->repeats, con->repeats == 1 ? "" : "s", con->repeats == 1 ? "s" : "");
     swa_console_write_summary(con->out, rr, con->color);
+    invariance_summary(con->out, rr);
     if (report_dir)
         fprintf(con->out, "Report: %s/report.html (also report.json, junit.xml)\n", report_dir);
     const char *step = getenv("GITHUB_STEP_SUMMARY");

@@ -14,6 +14,7 @@
  * Test: tests/test_report_json.c (golden file, schema, round trip, merge).
  */
 #include "harness/report.h"
+#include "harness/invariance.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -84,6 +85,44 @@ static void add_keyed(cJSON *o, const char *field, const char *text_in)
         *eq = '\0';
         add_str(dec, kv, eq + 1);
     }
+}
+
+static cJSON *index_json(const swa_index *ix);
+
+static cJSON *invariance_json(const swa_result *r)
+{
+    cJSON *list = cJSON_CreateArray();
+    for (int i = 0; i < r->num_invariance; i++) {
+        const swa_inv_record *v = &r->invariance[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(list, o);
+        add_str(o, "name", v->name);
+        add_str(o, "detail", v->detail);
+        cJSON_AddStringToObject(o, "state", swa_inv_state_names[v->state]);
+        cJSON_AddBoolToObject(o, "bitwise", v->bitwise);
+        add_str(o, "message", v->message);
+        cJSON_AddNumberToObject(o, "runs", v->runs);
+        cJSON_AddNumberToObject(o, "elements", (double)v->elements);
+        cJSON_AddNumberToObject(o, "total", (double)v->total);
+        cJSON_AddNumberToObject(o, "nonfinite", (double)v->nonfinite);
+        cJSON_AddNumberToObject(o, "lse_entries", (double)v->lse_entries);
+        cJSON_AddNumberToObject(o, "lse_total", (double)v->lse_total);
+        add_real(o, "max_abs_diff", v->max_abs_diff);
+        add_real(o, "max_tol_ratio", v->max_tol_ratio);
+        cJSON_AddItemToObject(o, "first_index", index_json(v->elements ? &v->first_index : &(swa_index){-1, 0, 0, 0, 0}));
+        cJSON_AddItemToObject(o, "worst_index",
+                              index_json(v->max_tol_ratio > 0 ? &v->worst_index : &(swa_index){-1, 0, 0, 0, 0}));
+        if (v->state == SWA_INV_DIFFERS) {
+            cJSON *g = cJSON_AddObjectToObject(o, "grid");
+            cJSON_AddNumberToObject(g, "rows", v->grid_rows);
+            cJSON_AddNumberToObject(g, "heads", v->grid_heads);
+            cJSON *cells = cJSON_AddArrayToObject(g, "cells");
+            for (int a = 0; a < v->grid_rows; a++)
+                for (int h = 0; h < v->grid_heads; h++)
+                    cJSON_AddItemToArray(cells, json_real(v->grid[a * SWA_INV_GRID_HEADS + h]));
+        }
+    }
+    return list;
 }
 
 static cJSON *index_json(const swa_index *ix)
@@ -317,6 +356,15 @@ cJSON *swa_report_case_json(const swa_result *r)
     } else {
         cJSON_AddNullToObject(o, "nondeterministic");
     }
+    /* report 1.7: what the backend declares about itself, and the
+     * invariance checks (absent when none was asked for) */
+    cJSON *declared = cJSON_AddArrayToObject(o, "declared");
+    if (r->traits & SWA_TRAIT_DETERMINISTIC)
+        cJSON_AddItemToArray(declared, cJSON_CreateString("deterministic"));
+    if (r->traits & SWA_TRAIT_BATCH_INVARIANT)
+        cJSON_AddItemToArray(declared, cJSON_CreateString("batch_invariant"));
+    if (r->num_invariance > 0)
+        cJSON_AddItemToObject(o, "invariance", invariance_json(r));
     /* report 1.3: the kernel variant that computed it, null when the
      * device does not say (the host emulation, external backends) */
     add_string_or_null(o, "kernel", r->kernel[0] ? r->kernel : NULL);

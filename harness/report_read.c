@@ -7,6 +7,7 @@
  * (forged sizes, the 1 GiB cap, other majors, incomplete shards).
  */
 #include "harness/report.h"
+#include "harness/invariance.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -259,6 +260,87 @@ static void read_repeat(reader *rd, const cJSON *obj, swa_result *r)
         type_error(rd, "nondeterministic", "runs within \"repeat\" (runs_differing < repeat, runs 2..repeat)");
 }
 
+/* "declared" and "invariance" (report 1.7, optional: older reports have
+ * neither): the backend's declared traits, and the invariance records. */
+static void read_invariance(reader *rd, const cJSON *obj, swa_result *r)
+{
+    r->traits = 0;
+    r->num_invariance = 0;
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(obj, "declared");
+    if (d && !cJSON_IsArray(d)) {
+        type_error(rd, "declared", "an array of \"deterministic\" and \"batch_invariant\"");
+        return;
+    }
+    for (const cJSON *e = d ? d->child : NULL; e; e = e->next) {
+        if (cJSON_IsString(e) && !strcmp(e->valuestring, "deterministic"))
+            r->traits |= SWA_TRAIT_DETERMINISTIC;
+        else if (cJSON_IsString(e) && !strcmp(e->valuestring, "batch_invariant"))
+            r->traits |= SWA_TRAIT_BATCH_INVARIANT;
+        else {
+            type_error(rd, "declared", "an array of \"deterministic\" and \"batch_invariant\"");
+            return;
+        }
+    }
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(obj, "invariance");
+    if (!list)
+        return;
+    if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) > SWA_INV_RECORDS) {
+        type_error(rd, "invariance", "an array of at most 6 invariance records");
+        return;
+    }
+    for (const cJSON *o = list->child; o && !rd->failed; o = o->next) {
+        if (!cJSON_IsObject(o)) {
+            type_error(rd, "invariance", "an array of objects");
+            return;
+        }
+        swa_inv_record *v = &r->invariance[r->num_invariance++];
+        memset(v, 0, sizeof *v);
+        get_string(rd, o, "name", v->name, sizeof v->name, false);
+        get_string(rd, o, "detail", v->detail, sizeof v->detail, false);
+        get_string(rd, o, "message", v->message, sizeof v->message, false);
+        char state[16] = "";
+        get_string(rd, o, "state", state, sizeof state, false);
+        int st = -1;
+        for (int i = 0; swa_inv_state_names[i]; i++)
+            if (!strcmp(state, swa_inv_state_names[i]))
+                st = i;
+        if (st < 0 && !rd->failed) {
+            type_error(rd, "state", "\"same\", \"differs\", \"skipped\" or \"error\"");
+            return;
+        }
+        v->state = (swa_inv_state)st;
+        v->bitwise = get_bool(rd, o, "bitwise");
+        v->runs = get_int_in(rd, o, "runs", 0, INT_MAX);
+        v->elements = get_int(rd, o, "elements");
+        v->total = get_int(rd, o, "total");
+        v->nonfinite = get_int(rd, o, "nonfinite");
+        v->lse_entries = get_int(rd, o, "lse_entries");
+        v->lse_total = get_int(rd, o, "lse_total");
+        v->max_abs_diff = get_real(rd, o, "max_abs_diff");
+        v->max_tol_ratio = get_real(rd, o, "max_tol_ratio");
+        v->first_index = get_index(rd, o, "first_index");
+        v->worst_index = get_index(rd, o, "worst_index");
+        const cJSON *g = cJSON_GetObjectItemCaseSensitive(o, "grid");
+        if (!g)
+            continue;
+        v->grid_rows = get_int_in(rd, g, "rows", 1, SWA_INV_GRID_ROWS);
+        v->grid_heads = get_int_in(rd, g, "heads", 1, SWA_INV_GRID_HEADS);
+        const cJSON *cells = cJSON_GetObjectItemCaseSensitive(g, "cells");
+        if (rd->failed)
+            return;
+        if (!cJSON_IsArray(cells) || cJSON_GetArraySize(cells) != v->grid_rows * v->grid_heads) {
+            type_error(rd, "cells", "rows x heads numbers");
+            return;
+        }
+        int i = 0;
+        for (const cJSON *x = cells->child; x; x = x->next, i++) {
+            double val = read_real_item(rd, x, "cells");
+            v->grid[(i / v->grid_heads) * SWA_INV_GRID_HEADS + i % v->grid_heads] =
+                fabs(val) > FLT_MAX ? (float)copysign(FLT_MAX, val) : (float)val;
+        }
+    }
+}
+
 /* "xfail" (optional: older reports have none): null, or the known
  * failure's {"reason", "outcome"}; present exactly when the outcome is
  * xfailed or xpassed. */
@@ -501,6 +583,7 @@ swa_status swa_report_case_from_json(const cJSON *obj, const char *where, swa_re
     read_keyed(&rd, obj, "launch", r->launch, sizeof r->launch);
     read_keyed(&rd, obj, "launch_predicted", r->launch_predicted, sizeof r->launch_predicted);
     read_repeat(&rd, obj, r);
+    read_invariance(&rd, obj, r);
     read_xfail(&rd, obj, r);
     if (rd.failed) {
         swa_compare_result_free(c);

@@ -11,9 +11,10 @@
 
 /* Version of the report.json / results.jsonl layout.  Bump the major on a
  * change that breaks readers, the minor on an addition. */
-#define SWA_REPORT_VERSION "1.6" /* 1.1: incomplete, incomplete_reason, expected_results; 1.2: decisions; 1.3: kernel;
+#define SWA_REPORT_VERSION "1.7" /* 1.1: incomplete, incomplete_reason, expected_results; 1.2: decisions; 1.3: kernel;
                                   * 1.4: repeat, nondeterministic, shard, selection; 1.5: controls, untrustworthy;
-                                  * 1.6: launch, launch_predicted, environment.launch_target */
+                                  * 1.6: launch, launch_predicted, environment.launch_target;
+                                  * 1.7: declared, invariance */
 
 /* Rows kept of the (row, head) matrix in report.json: larger matrices are
  * downsampled by taking the maximum over bins of consecutive rows. */

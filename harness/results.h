@@ -50,6 +50,36 @@ typedef struct swa_nondet {
     int max_abs_run;             /* 0: no finite pair differs */
 } swa_nondet;
 
+/* One self-comparison of the invariance checks (harness/invariance.h,
+ * docs/invariance.md): the backend's output under a transformation of the
+ * case against its own output on the case, element by element. */
+#define SWA_INV_RECORDS 6            /* batch.alone, batch.reversed, pages.order, pages.size, split.on, split.off */
+#define SWA_INV_GRID_ROWS 24         /* heatmap: query-row buckets of the case ... */
+#define SWA_INV_GRID_HEADS 16        /* ... x qo-head buckets */
+typedef enum {
+    SWA_INV_SAME = 0,                /* bitwise equal */
+    SWA_INV_DIFFERS = 1,             /* some element or LSE entry differs */
+    SWA_INV_SKIPPED = 2,             /* the transformation does not apply (message says why) */
+    SWA_INV_ERROR = 3,               /* the backend failed on the transformed case (message) */
+} swa_inv_state;
+typedef struct swa_inv_record {
+    char name[24];                   /* "batch.alone" */
+    char detail[200];                /* what was transformed, in words */
+    swa_inv_state state;
+    bool bitwise;                    /* the backend declares this invariance: a difference fails the result */
+    char message[300];               /* skip reason or error, "" otherwise */
+    int runs;                        /* backend runs the check took */
+    long long elements, total;       /* output elements that differ, of those compared */
+    long long nonfinite;             /* of those, pairs where a side is NaN or Inf */
+    long long lse_entries, lse_total;/* LSE entries that differ, of those compared (0: no LSE) */
+    double max_abs_diff;             /* greatest |transformed - case| over finite pairs */
+    double max_tol_ratio;            /* greatest |transformed - case| / (atol + rtol |reference|) */
+    swa_index first_index;           /* first differing element, in the case's coordinates */
+    swa_index worst_index;           /* where max_tol_ratio is */
+    int grid_rows, grid_heads;       /* cells of grid used; row bucket i covers rows [i*R/grid_rows, ...) */
+    float grid[SWA_INV_GRID_ROWS * SWA_INV_GRID_HEADS]; /* worst ratio per cell, row-major (0: equal) */
+} swa_inv_record;
+
 typedef struct swa_result {
     char id[SWA_ID_MAX];
     char file[SWA_PATH_MAX];
@@ -90,6 +120,9 @@ typedef struct swa_result {
     bool causal;
     int repeat;                  /* runs of this (case, backend) on the same inputs (--repeat; 1 by default) */
     swa_nondet nondet;           /* --repeat: how later runs differed from run 1 */
+    unsigned traits;             /* SWA_TRAIT_* the backend declared for the case (backends/backend.h) */
+    int num_invariance;          /* records in invariance (0: no invariance check asked for) */
+    swa_inv_record invariance[SWA_INV_RECORDS];
     bool untrustworthy;          /* an external backend's result in a run whose marshalling controls failed
                                   * (harness/controls.h): a pass of it became an error */
     int seq;                     /* pair index in the run's order (not written): reports list results by it */

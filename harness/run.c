@@ -8,6 +8,7 @@
  * Tested by tests/test_detect.c (one case through swa_run_one), end to end
  * by tests/test_cli.c and ci/run-harness.sh. */
 #include "harness/run.h"
+#include "harness/invariance.h"
 
 #include <fnmatch.h>
 #include <math.h>
@@ -69,6 +70,13 @@ void swa_reproduce_command(const swa_run_config *cfg, const swa_case *c, const c
         k += snprintf(buf + k, n - (size_t)k, " --mutant %s", swa_mutant_get(cfg->mutant)->name);
     if (cfg->repeat > 1 && k > 0 && (size_t)k < n) /* a nondeterministic result needs its repeats to show */
         k += snprintf(buf + k, n - (size_t)k, " --repeat %d", cfg->repeat);
+    if (cfg->invariance && k > 0 && (size_t)k < n) {
+        char names[64];
+        swa_invariance_format(cfg->invariance, names, sizeof names);
+        k += snprintf(buf + k, n - (size_t)k, " --invariance %s", names);
+    }
+    if (cfg->deterministic && k > 0 && (size_t)k < n)
+        k += snprintf(buf + k, n - (size_t)k, " --deterministic");
     const swa_backend *b = swa_backend_by_name(backend);
     if (!b && k > 0 && (size_t)k < n) /* an external backend: register its provider again */
         swa_external_options(buf + k, n - (size_t)k);
@@ -355,6 +363,7 @@ void swa_result_init(const swa_run_config *cfg_in, const swa_case *c, const char
     swa_reproduce_command(&cfg, c, backend, r->reproduce, sizeof r->reproduce);
 }
 
+
 /* One execution of a backend on a prepared case: its plan (every layer's
  * plan for an interleaved-layer case) and a run into freshly poisoned,
  * guarded outputs.  Run 1 and every --repeat run go through here, so the
@@ -432,6 +441,76 @@ static swa_status exec_run(swa_case_ctx *ctx, const swa_backend *b, const swa_ru
         }
     }
     return st;
+}
+
+/* One run of b on transformed case ic (its own upload, plan and run), added
+ * to rec against run 1's outputs x. */
+static swa_status invariance_run_one(const swa_run_config *cfg, swa_case_ctx *ctx, const swa_backend *b,
+                                     const swa_plan_opts *po, const swa_run_opts *ro, const swa_exec *x,
+                                     swa_inv_case *ic, const swa_result *r, swa_inv_record *rec, swa_error *err)
+{
+    swa_case_ctx d = *ctx;
+    d.c = &ic->c;
+    d.in = ic->in;
+    d.dev_inputs = NULL;
+    swa_status st = device_memory_check(&ic->c, cfg->device, err);
+    if (st == SWA_OK)
+        st = cfg->device->upload(&ic->in, &d.dev_inputs, err);
+    if (st != SWA_OK)
+        return st;
+    swa_plan_opts tpo = *po;
+    tpo.split = ic->split;
+    size_t out_bytes = (size_t)ic->in.total_qo * ic->c.num_qo_heads * ic->c.head_dim * swa_dtype_size(ic->c.dtype);
+    size_t lse_bytes = (size_t)ic->in.total_qo * ic->c.num_qo_heads * sizeof(float);
+    swa_exec y = {0};
+    st = exec_plan(&d, b, &tpo, &y, err);
+    if (st == SWA_OK)
+        st = exec_run(&d, b, ro, out_bytes, lse_bytes, &y, err);
+    if (st == SWA_OK)
+        swa_invariance_compare(rec, ctx->c, &ctx->in, ic, x->out_g + SWA_GUARD_BYTES,
+                               ro->return_lse ? (const float *)(x->lse_g + SWA_GUARD_BYTES) : NULL,
+                               y.out_g + SWA_GUARD_BYTES,
+                               ro->return_lse ? (const float *)(y.lse_g + SWA_GUARD_BYTES) : NULL, r->cmp.atol,
+                               r->cmp.rtol, ctx->ref_out);
+    exec_free(&ic->c, b, &y);
+    cfg->device->release(d.dev_inputs);
+    return st;
+}
+
+/* The invariance checks the case asks for (harness/invariance.h), after
+ * run 1 produced outputs x; then the judgement on r. */
+static void run_invariance(const swa_run_config *cfg, swa_case_ctx *ctx, const swa_backend *b,
+                           const swa_plan_opts *po, const swa_run_opts *ro, const swa_exec *x, swa_result *r)
+{
+    const swa_case *c = ctx->c;
+    if (!c->invariance)
+        return;
+    swa_iv_kind kinds[SWA_INV_RECORDS];
+    r->num_invariance = swa_invariance_records(c, c->invariance, r->traits, r->invariance, kinds);
+    for (int k = 0; k < r->num_invariance; k++) {
+        swa_inv_record *rec = &r->invariance[k];
+        int n = rec->state == SWA_INV_SKIPPED ? 0 : swa_invariance_count(c, kinds[k]);
+        for (int j = 0; j < n && rec->state != SWA_INV_SKIPPED && rec->state != SWA_INV_ERROR; j++) {
+            swa_inv_case ic;
+            swa_error err = {0};
+            swa_status st = swa_invariance_build(c, &ctx->in, kinds[k], j, b, cfg->device, &ic, &err);
+            if (st == SWA_OK) {
+                char why[512];
+                const char *no = b->supports(&ic.c, cfg->device, why, sizeof why);
+                if (no)
+                    st = swa_error_set(&err, SWA_ERR_UNSUPPORTED, "the backend does not take the transformed case: %s",
+                                       no);
+                else
+                    st = invariance_run_one(cfg, ctx, b, po, ro, x, &ic, r, rec, &err);
+                swa_invariance_case_free(&ic);
+            }
+            if (st != SWA_OK) {
+                rec->state = st == SWA_ERR_UNSUPPORTED ? SWA_INV_SKIPPED : SWA_INV_ERROR;
+                snprintf(rec->message, sizeof rec->message, "%s", err.message[0] ? err.message : "failed");
+            }
+        }
+    }
+    swa_invariance_judge(r);
 }
 
 /* (request, row, position, head, dim) of element i of an output laid out
@@ -631,6 +710,7 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
     const int named = named_backend(c, b); /* its index in the case's "backends", or -1 */
     double t0 = swa_now();
     swa_result_init(cfg, c, b->name, r);
+    r->traits = b->traits ? b->traits(b, c) : 0u;
     if (out_copy) *out_copy = NULL;
     if (lse_copy) *lse_copy = NULL;
 
@@ -730,7 +810,12 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
     if (r->nondet.runs_differing) {
         char text[sizeof r->message];
         swa_nondet_format(&r->nondet, r->repeat, text, sizeof text);
-        if (r->outcome == SWA_OUTCOME_PASSED) {
+        if (r->outcome == SWA_OUTCOME_PASSED && !(r->traits & SWA_TRAIT_DETERMINISTIC)) {
+            /* measured, not judged: the backend does not declare itself deterministic */
+            size_t k = strlen(r->message);
+            snprintf(r->message + k, sizeof r->message - k, "%s(measured, the backend does not declare itself "
+                     "deterministic) %s", k ? "; " : "", text);
+        } else if (r->outcome == SWA_OUTCOME_PASSED) {
             /* the headline: run 1 matched the reference, a later run did not match run 1 */
             r->outcome = SWA_OUTCOME_FAILED;
             snprintf(r->message, sizeof r->message, "%s", text);
@@ -740,7 +825,9 @@ void swa_run_one(const swa_run_config *cfg_in, swa_case_ctx *ctx, const swa_back
                      r->nondet.runs_differing, r->repeat - 1);
         }
     }
-    r->stage[SWA_STAGE_BACKEND] += swa_now() - t_repeat; /* the repeats are backend time */
+    /* the invariance checks: the backend against itself on transformed cases */
+    run_invariance(cfg, ctx, b, &po, &ro, &x, r);
+    r->stage[SWA_STAGE_BACKEND] += swa_now() - t_repeat; /* the repeats and the invariance runs are backend time */
 
     if (out_copy) {
         *out_copy = malloc(out_bytes);

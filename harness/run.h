@@ -40,6 +40,10 @@ typedef struct swa_run_config {
      * applies either way): marked results become xfailed / xpassed as they
      * are recorded (harness/xfail.h) */
     const struct swa_xfail_list *xfail;
+    /* --invariance LIST and --deterministic: added to every case of the run
+     * by the command (cli_run.c) and repeated in the reproduce commands */
+    unsigned invariance;
+    bool deterministic;
 } swa_run_config;
 
 /* Everything one case needs, built once and shared by its backends. */

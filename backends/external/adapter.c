@@ -551,6 +551,16 @@ swa_status swa_adapter_probe(const ext_provider *prov, ext_backend *out, int max
             st = SWA_ERR_INVALID;
             break;
         }
+        const cJSON *det = cJSON_GetObjectItemCaseSensitive(b, "deterministic");
+        const cJSON *inv = cJSON_GetObjectItemCaseSensitive(b, "batch_invariant");
+        if ((det && !cJSON_IsBool(det)) || (inv && !cJSON_IsBool(inv))) {
+            snprintf(why, n, "backend %s: \"%s\" must be true or false", name->valuestring,
+                     det && !cJSON_IsBool(det) ? "deterministic" : "batch_invariant");
+            st = SWA_ERR_INVALID;
+            break;
+        }
+        e->traits = (cJSON_IsTrue(det) ? SWA_TRAIT_DETERMINISTIC : 0u) |
+                    (cJSON_IsTrue(inv) ? SWA_TRAIT_BATCH_INVARIANT : 0u);
         snprintf(e->backend_name, sizeof e->backend_name, "%s", name->valuestring);
         snprintf(e->description, sizeof e->description, "%s",
                  cJSON_IsString(desc) ? desc->valuestring : "(adapter backend)");

@@ -227,9 +227,10 @@ static swadiff_rc run_short(void *plan, const swadiff_problem *p, const swadiff_
 
 static const swadiff_plugin_backend control_backends[] = {
     {"exact", "positive control: reads every form of the problem, checks they agree, exact attention in double",
-     SWADIFF_MEM_HOST, 2.718281828459045, NULL, NULL, run_exact, NULL, NULL},
+     SWADIFF_MEM_HOST, 2.718281828459045, NULL, NULL, run_exact, NULL, NULL,
+     SWADIFF_INVARIANCE_DETERMINISTIC | SWADIFF_INVARIANCE_BATCH},
     {"window_short", "negative control: the same, every window one key short (L - 1 for L >= 1)", SWADIFF_MEM_HOST,
-     2.718281828459045, NULL, NULL, run_short, NULL, NULL},
+     2.718281828459045, NULL, NULL, run_short, NULL, NULL, SWADIFF_INVARIANCE_DETERMINISTIC | SWADIFF_INVARIANCE_BATCH},
 };
 
 static const swadiff_plugin control_plugin = {SWADIFF_PLUGIN_ABI_VERSION, SWA_CONTROL_PLUGIN_NAME, 2,

@@ -253,6 +253,13 @@ static void stem_of(const char *path, char *buf, size_t n)
         *dot = '\0';
 }
 
+/* What the plug-in or adapter declared (ext_backend is the table's container). */
+static unsigned ext_traits(const swa_backend *b, const swa_case *c)
+{
+    (void)c;
+    return ((const ext_backend *)b)->traits;
+}
+
 static void init_table(ext_backend *e, int provider)
 {
     e->provider = provider;
@@ -263,6 +270,7 @@ static void init_table(ext_backend *e, int provider)
     e->b.run_lse_base = ext_run_lse_base;
     e->b.run = ext_run;
     e->b.free = ext_free;
+    e->b.traits = ext_traits;
 }
 
 static swa_status add_provider(ext_kind kind, const char *name, const char *location, char *note, size_t note_size,

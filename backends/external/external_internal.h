@@ -36,6 +36,7 @@ typedef struct ext_backend {
     int memory;               /* plug-ins: swadiff_memory */
     bool prefill, decode;     /* adapters: which cases it takes */
     swa_tile_shape tiles;     /* declared tile shape (counts 0: none) */
+    unsigned traits;          /* SWA_TRAIT_* declared (plug-in ABI 3 "invariance", adapter hello) */
 } ext_backend;
 
 /* lent_inputs.c: checksums of the case's host inputs handed to plug-in

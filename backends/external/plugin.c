@@ -24,11 +24,14 @@
 #define PROBE_SECONDS 30
 
 /* Bytes of one swadiff_plugin_backend in a table of ABI version v: fields
- * are only appended, so a version-1 entry ends where `tiles` begins (every
- * field is pointer-aligned there, so no padding differs). */
+ * are only appended, so a version-1 entry ends where `tiles` begins and a
+ * version-2 entry where `invariance` begins (every field is
+ * pointer-aligned there, so no padding differs). */
 static size_t backend_stride(uint32_t v)
 {
-    return v == 1 ? offsetof(swadiff_plugin_backend, tiles) : sizeof(swadiff_plugin_backend);
+    return v == 1 ? offsetof(swadiff_plugin_backend, tiles)
+           : v == 2 ? offsetof(swadiff_plugin_backend, invariance)
+                    : sizeof(swadiff_plugin_backend);
 }
 
 /* Backend i of a validated-version table, widened to this header's layout
@@ -121,6 +124,9 @@ validate:
                   "against this swadiff's include/swadiff/plugin.h, version 2)";
         if (!bad && b->tiles)
             bad = bad_tiles(b->tiles, tiles_why, sizeof tiles_why);
+        if (!bad && (b->invariance & ~(SWADIFF_INVARIANCE_DETERMINISTIC | SWADIFF_INVARIANCE_BATCH)))
+            bad = "declares unknown invariance bits (expected SWADIFF_INVARIANCE_DETERMINISTIC and "
+                  "SWADIFF_INVARIANCE_BATCH only)";
         if (bad) {
             snprintf(why, n, "%s: backend %d (\"%s\") %s", path, i, b->name, bad);
             return NULL;
@@ -195,10 +201,10 @@ swa_status swa_plugin_probe(const char *path, ext_provider *prov, ext_backend *o
                     if (*c == '\n' || *c == '\t')
                         *c = ' ';
                 const swadiff_tile_shape none = {0, {0}, -1, 0, {0}}, *t = b->tiles ? b->tiles : &none;
-                fprintf(w, "%s\t%d\t%.17g\t%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d\t%s\n", b->name, (int)b->memory,
+                fprintf(w, "%s\t%d\t%.17g\t%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d\t%u\t%s\n", b->name, (int)b->memory,
                         b->lse_base, t->num_q_rows, t->q_rows[0], t->q_rows[1], t->q_rows[2], t->q_rows[3],
                         t->gqa_packed, t->num_kv_keys, t->kv_keys[0], t->kv_keys[1], t->kv_keys[2], t->kv_keys[3],
-                        desc);
+                        (unsigned)b->invariance, desc);
             }
         }
         fclose(w);
@@ -251,10 +257,10 @@ swa_status swa_plugin_probe(const char *path, ext_provider *prov, ext_backend *o
         ext_backend *e = &out[*count];
         memset(e, 0, sizeof *e);
         char *f1 = strchr(line, '\t'), *f2 = f1 ? strchr(f1 + 1, '\t') : NULL, *f3 = f2 ? strchr(f2 + 1, '\t') : NULL;
-        char *f4 = f3 ? strchr(f3 + 1, '\t') : NULL;
-        if (!f4)
+        char *f4 = f3 ? strchr(f3 + 1, '\t') : NULL, *f5 = f4 ? strchr(f4 + 1, '\t') : NULL;
+        if (!f5)
             break;
-        *f1 = *f2 = *f3 = *f4 = '\0';
+        *f1 = *f2 = *f3 = *f4 = *f5 = '\0';
         snprintf(e->backend_name, sizeof e->backend_name, "%s", line);
         e->memory = atoi(f1 + 1);
         e->b.lse_base = strtod(f2 + 1, NULL);
@@ -263,7 +269,10 @@ swa_status swa_plugin_probe(const char *path, ext_provider *prov, ext_backend *o
                    &t->q_rows[2], &t->q_rows[3], &t->gqa_packed, &t->num_kv_keys, &t->kv_keys[0], &t->kv_keys[1],
                    &t->kv_keys[2], &t->kv_keys[3]) != 11)
             break;
-        snprintf(e->description, sizeof e->description, "%s", f4 + 1);
+        unsigned inv = (unsigned)strtoul(f4 + 1, NULL, 10);
+        e->traits = ((inv & SWADIFF_INVARIANCE_DETERMINISTIC) ? SWA_TRAIT_DETERMINISTIC : 0u) |
+                    ((inv & SWADIFF_INVARIANCE_BATCH) ? SWA_TRAIT_BATCH_INVARIANT : 0u);
+        snprintf(e->description, sizeof e->description, "%s", f5 + 1);
         (*count)++;
     }
     return SWA_OK;

@@ -29,8 +29,9 @@
  * changes (swadiff_plugin_backend is read as an array, so even an appended
  * field is a new version).  Fields are only ever appended, and swadiff
  * reads a table by the version it declares: it loads plug-ins built for
- * version 1 and version 2 (this header), and refuses any other version,
- * naming both.  Version 2 appended `tiles` to swadiff_plugin_backend and
+ * versions 1, 2 and 3 (this header), and refuses any other version,
+ * naming both.  Version 3 appended `invariance` to swadiff_plugin_backend
+ * (what the kernel declares about itself; zero in older tables).  Version 2 appended `tiles` to swadiff_plugin_backend and
  * qo_indptr_dev, stream and device to swadiff_problem (device memory); a
  * version-1 backend that declares device memory is skipped (it cannot
  * know the stream).  Enumerations travel as int32_t fields, so the layout
@@ -85,7 +86,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SWADIFF_PLUGIN_ABI_VERSION 2
+#define SWADIFF_PLUGIN_ABI_VERSION 3
 #define SWADIFF_PLUGIN_ABI_OLDEST 1 /* the oldest version swadiff still loads */
 #define SWADIFF_PLUGIN_ENTRY "swadiff_plugin_entry"
 
@@ -223,7 +224,16 @@ typedef struct swadiff_plugin_backend {
     void (*plan_free)(void *plan); /* optional */
     /* ABI 2.  Optional (NULL: not declared): the kernel's tile shape. */
     const swadiff_tile_shape *tiles;
+    /* ABI 3.  SWADIFF_INVARIANCE_* bits the kernel declares (0: none).
+     * `swadiff run --invariance` / --repeat hold a declared kernel to them
+     * bitwise: a difference fails the result (docs/invariance.md). */
+    uint32_t invariance;
 } swadiff_plugin_backend;
+
+/* Declared in swadiff_plugin_backend.invariance. */
+#define SWADIFF_INVARIANCE_DETERMINISTIC 1u /* the same problem gives the same bits, run after run */
+#define SWADIFF_INVARIANCE_BATCH 2u         /* a request's output does not depend on the rest of the
+                                             * batch, its order, or where its pages lie */
 
 typedef struct swadiff_plugin {
     uint32_t abi_version;      /* SWADIFF_PLUGIN_ABI_VERSION (the layout of `backends`) */
