@@ -27,6 +27,7 @@
  * Test: tests/test_report_html.c (rendered in headless Chromium).
  */
 #include "harness/report.h"
+#include "harness/invariance.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -804,6 +805,70 @@ static void put_worst(FILE *f, const swa_compare_result *c)
     fputs("</tbody></table></div>\n", f);
 }
 
+/* The invariance checks of a result: one row per transformation, and for
+ * each that differs a heatmap of the worst |transformed - case| / allowed
+ * over (query-row bucket x head bucket); -1 cells (a NaN or Inf on one
+ * side) are drawn as non-finite. */
+static void put_invariance(FILE *f, const swa_result *r)
+{
+    if (r->num_invariance <= 0)
+        return;
+    fputs("<h3>Invariance (the backend against itself)</h3>\n<p class=\"caption\">Declared: ", f);
+    fputs(r->traits & SWA_TRAIT_DETERMINISTIC ? "deterministic" : "not deterministic", f);
+    fputs(r->traits & SWA_TRAIT_BATCH_INVARIANT ? ", batch-invariant" : ", not batch-invariant", f);
+    fputs(". Checks marked <b>held</b> must be bitwise equal; the others are measured "
+          "(docs/invariance.md).</p>\n<div class=\"table\"><table><thead><tr><th>check</th><th>held</th><th>state"
+          "</th><th>elements differing</th><th>greatest / allowed</th><th>where</th></tr></thead><tbody>\n", f);
+    for (int i = 0; i < r->num_invariance; i++) {
+        const swa_inv_record *v = &r->invariance[i];
+        fputs("<tr><td>", f);
+        esc(f, v->name);
+        fputs("<br><small>", f);
+        esc(f, v->detail);
+        fprintf(f, "</small></td><td>%s</td><td>%s</td>", v->bitwise ? "held" : "measured",
+                swa_inv_state_names[v->state]);
+        if (v->state == SWA_INV_SKIPPED || v->state == SWA_INV_ERROR) {
+            fputs("<td colspan=\"3\">", f);
+            esc(f, v->message);
+            fputs("</td></tr>\n", f);
+            continue;
+        }
+        char where[96] = "";
+        if (v->max_tol_ratio > 0)
+            swa_index_format(&v->worst_index, where, sizeof where);
+        fprintf(f, "<td>%lld / %lld%s</td><td>%.3g</td><td>", v->elements, v->total,
+                v->lse_entries ? " (and LSE)" : "", v->max_tol_ratio);
+        esc(f, where);
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</tbody></table></div>\n", f);
+    for (int i = 0; i < r->num_invariance; i++) {
+        const swa_inv_record *v = &r->invariance[i];
+        if (v->state != SWA_INV_DIFFERS || v->grid_rows <= 0 || v->grid_heads <= 0)
+            continue;
+        const int cw = 24, ch = 14, left = 70, top = 8;
+        int width = left + cw * v->grid_rows + 20, height = top + ch * v->grid_heads + 34;
+        fputs("<p class=\"caption\">", f);
+        esc(f, v->name);
+        fprintf(f, ": worst |transformed − case| / allowed per query-row bucket (x, %d buckets over the %d rows) and "
+                   "head bucket (y)</p>\n", v->grid_rows, r->total_qo);
+        fprintf(f, "<svg class=\"heatmap\" role=\"img\" aria-label=\"invariance heatmap\" width=\"%d\" "
+                   "height=\"%d\" viewBox=\"0 0 %d %d\">\n", width, height, width, height);
+        for (int h = 0; h < v->grid_heads; h++)
+            for (int x = 0; x < v->grid_rows; x++) {
+                float q = v->grid[x * SWA_INV_GRID_HEADS + h];
+                char color[16];
+                ratio_color(q < 0 ? INFINITY : q, color, sizeof color);
+                fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>rows bucket %d, "
+                           "heads bucket %d: %s</title></rect>\n", left + x * cw, top + h * ch, cw, ch,
+                        q == 0 ? "#ffffff" : color, x, h, q < 0 ? "NaN/Inf on one side" : q == 0 ? "bitwise equal" : "differs");
+            }
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">heads</text>"
+                   "<text x=\"%d\" y=\"%d\">query rows →</text>\n</svg>\n", left - 6, top + 12, left,
+                top + ch * v->grid_heads + 18);
+    }
+}
+
 static void put_case(FILE *f, const swa_result *r, const char *anchor, bool open, bool heatmap)
 {
     const char *o = swa_outcome_name(r->outcome);
@@ -897,6 +962,7 @@ static void put_case(FILE *f, const swa_result *r, const char *anchor, bool open
         esc(f, r->message);
         fputs("</pre>\n", f);
     }
+    put_invariance(f, r);
     fputs("<h3>Reproduce</h3><div class=\"repro\"><pre><code>", f);
     esc(f, r->reproduce[0] ? r->reproduce : "(no reproduce command recorded)");
     fputs("</code></pre><button class=\"copy\" type=\"button\" hidden>copy</button></div>\n</div></details>\n", f);

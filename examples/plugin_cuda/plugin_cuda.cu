@@ -288,14 +288,17 @@ static swadiff_rc run_graph(void *plan, const swadiff_problem *p, const swadiff_
 }
 
 #define LN 2.718281828459045 /* the LSE is a natural log */
+/* each output element on its own, in double: deterministic and
+ * batch-invariant (plug-in ABI 3, docs/invariance.md) */
+#define HELD (SWADIFF_INVARIANCE_DETERMINISTIC | SWADIFF_INVARIANCE_BATCH)
 
 static const swadiff_plugin_backend backends[] = {
     {"exact", "one block per (row, head), double accumulation, on the given stream", SWADIFF_MEM_CUDA, LN,
-     supports, NULL, run_exact, NULL, NULL},
+     supports, NULL, run_exact, NULL, NULL, HELD},
     {"exact_graph", "the same kernel captured into a CUDA graph by plan, replayed by run", SWADIFF_MEM_CUDA, LN,
-     supports, plan_graph, run_graph, plan_free_graph, NULL},
+     supports, plan_graph, run_graph, plan_free_graph, NULL, HELD},
     {"window_short", "deliberately wrong: the window loses its oldest key", SWADIFF_MEM_CUDA, LN, supports, NULL,
-     run_window_short, NULL, NULL},
+     run_window_short, NULL, NULL, HELD},
 };
 
 static const swadiff_plugin plugin = {SWADIFF_PLUGIN_ABI_VERSION, "cuda_example",

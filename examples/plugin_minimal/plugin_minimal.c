@@ -251,14 +251,20 @@ static swadiff_rc run_window_short(void *plan, const swadiff_problem *p,
 }
 
 #define LN_BASE 2.718281828459045 /* lse in natural log */
+/* What each backend declares (ABI 3, docs/invariance.md): every output
+ * element is computed on its own in double, whatever the batch or the page
+ * layout, so these are deterministic and batch-invariant, and `swadiff run
+ * --invariance batch,pages` holds them to it bitwise.  A kernel whose split
+ * or tiles follow the batch declares 0 and gets its differences measured. */
+#define HELD (SWADIFF_INVARIANCE_DETERMINISTIC | SWADIFF_INVARIANCE_BATCH)
 
 static const swadiff_plugin_backend backends[] = {
     {"exact", "per-element attention over the paged cache, double accumulation",
-     SWADIFF_MEM_HOST, LN_BASE, supports, NULL, run_exact, NULL, NULL},
+     SWADIFF_MEM_HOST, LN_BASE, supports, NULL, run_exact, NULL, NULL, HELD},
     {"exact_planned", "exact, with the visible key interval of each row computed in plan",
-     SWADIFF_MEM_HOST, LN_BASE, supports, plan_exact, run_exact, plan_free, NULL},
+     SWADIFF_MEM_HOST, LN_BASE, supports, plan_exact, run_exact, plan_free, NULL, HELD},
     {"window_short", "deliberately wrong: drops the oldest key of each window (L-1), to show a diagnosis",
-     SWADIFF_MEM_HOST, LN_BASE, supports, NULL, run_window_short, NULL, NULL},
+     SWADIFF_MEM_HOST, LN_BASE, supports, NULL, run_window_short, NULL, NULL, HELD},
 };
 
 static const swadiff_plugin plugin = {SWADIFF_PLUGIN_ABI_VERSION, "minimal",

@@ -6,7 +6,10 @@
  *                     later runs differ from it in that one element, by one
  *                     ulp (within the tolerance, so a single run passes);
  *   flaky:lse_only    every even call adds one ulp to LSE entry 0 only;
- *   flaky:steady      never changes: the exact backend, a control.
+ *   flaky:steady      never changes: the exact backend, a control;
+ *   flaky:one_bit_measured  as one_bit, but declares nothing.
+ * The first three declare themselves deterministic (plug-in ABI 3), so
+ * --repeat holds them to it; the last is measured, never judged.
  * Built like the other fixtures of tests/plugins/ (tests/CMakeLists.txt). */
 #define swadiff_plugin_entry minimal_plugin_entry
 #include "../../examples/plugin_minimal/plugin_minimal.c"
@@ -39,10 +42,13 @@ static swadiff_rc run_lse_only(void *plan, const swadiff_problem *p, const swadi
 
 static const swadiff_plugin_backend flaky_backends[] = {
     {"one_bit", "exact, but every second run flips one output bit", SWADIFF_MEM_HOST, LN_BASE, supports, NULL,
-     run_one_bit, NULL, NULL},
+     run_one_bit, NULL, NULL, SWADIFF_INVARIANCE_DETERMINISTIC},
     {"lse_only", "exact, but every second run moves LSE entry 0 by one ulp", SWADIFF_MEM_HOST, LN_BASE, supports,
-     NULL, run_lse_only, NULL, NULL},
-    {"steady", "exact, the same bits every run", SWADIFF_MEM_HOST, LN_BASE, supports, NULL, run_exact, NULL, NULL},
+     NULL, run_lse_only, NULL, NULL, SWADIFF_INVARIANCE_DETERMINISTIC},
+    {"steady", "exact, the same bits every run", SWADIFF_MEM_HOST, LN_BASE, supports, NULL, run_exact, NULL, NULL,
+     SWADIFF_INVARIANCE_DETERMINISTIC},
+    {"one_bit_measured", "as one_bit, declaring nothing: --repeat measures its differences", SWADIFF_MEM_HOST,
+     LN_BASE, supports, NULL, run_one_bit, NULL, NULL, 0},
 };
 
 static const swadiff_plugin flaky = {SWADIFF_PLUGIN_ABI_VERSION, "flaky",
