@@ -15,14 +15,9 @@
  *
  * Returns 0, 3 on a CUDA or check failure, 77 without a device, 2 on usage.
  *
- * Measured on one H200 (2026-12-01, medians of 30, fp16, page 16, NHD;
- * reports/gpu/h200/gather-2026-12-01/final/, three runs):
- *   decode_fa2   b64 x kv4096 32/8 hd128        4.26-4.31 TB/s (the 4.25 copy counts read + write)
- *   decode_aiter same shape                      3.83-3.84 TB/s
- *   decode_fa2   window_left 1023 over kv 4096   3.73-3.75 TB/s of window bytes
- *   prefill      causal 8192, 32/8 hd128          493-496 TFLOP/s wgmma-ws, 342-347 wgmma, 295 mma.sync
- *   prefill      causal, window 1023, 8192        350-358 TFLOP/s wgmma-ws, 256 wgmma, 224-225 mma.sync
- * The targets in the table below are the Hopper kernels issue's. */
+ * What it measured on one H200 is docs/kernels.md's (Speed; the runs in
+ * reports/gpu/h200/bench*.txt).  The targets in the table below are the
+ * Hopper kernels issue's. */
 #include "backends/cuda/bench_cuda.h"
 #include "backends/cuda/cuda_internal.cuh"
 #include "backends/backend.h"
@@ -528,21 +523,18 @@ static const bench_shape bench_shapes[] = {
     {"prefill causal L1023 8192 [wgmma-ws]", PF_8K, 1023, true, ">= 320 TFLOP/s", 320, 32, 2, false, false, 2},
     /* the first workload again: the spread between two timings of one version */
     {"decode_fa2 b64 kv4096 32/8 hd128 p16 [2 warps] again", FA2_B64, -1, true, ">= 4.0 TB/s", 4000, 32, 2},
-    /* --sweep: variants measured when the defaults were chosen (2026-12-01, one H200:
-     * HND pages and 64-token pages within 0.4% of NHD page 16 on the 2-warp kernel) */
+    /* --sweep: variants measured when the defaults were chosen (page layout and size;
+     * their figures: docs/kernels.md, Measured choices) */
     {"sweep decode_fa2 b64 kv4096 p16 HND [2 warps]", FA2_B64, -1, true, "(sweep)", 0, 32, 2, true, true},
     {"sweep decode_fa2 b64 kv4096 p64 NHD [2 warps]", FA2_B64_P64, -1, true, "(sweep)", 0, 32, 2, false, true},
     {"sweep decode_aiter b64 kv4096 p16 HND [2 warps]", AIT_B64, -1, true, "(sweep)", 0, 32, 2, true, true},
     {"sweep decode_fa2 L1023 b64 kv4096 [4 warps]", FA2_B64, 1023, true, "(sweep)", 0, 32, 4, false, true},
-    /* the warp-specialised engine's variants (2026-12-01, one H200, causal 8192: ring of 4
-     * stages signalled 2 tiles late 208 TFLOP/s, 4/1 250, 5/2 248, 5/1 247, 5/1 with
-     * ping-pong 247; 128-key tiles 253, with ping-pong 252, 2 stages 211; the serial wgmma
-     * engine 259-260 in the same runs: reports/gpu/h200/wgmma-ws-2026-12-01/) */
+    /* the warp-specialised engine's variants: the ring's stages and lag, ping-pong (their
+     * figures when the default was chosen: docs/kernels.md, Measured choices) */
     /* the K/V loads of the warp-specialised engine: TMA boxes of whole tiles (page size 16: 4
      * boxes of 16 keys per 64-key tile and matrix, times 2 halves of head_dim) against the
-     * cp.async gather, the default (2026-12-01, one H200, boxes issued by one thread with the
-     * page-table reads inline: causal 8192 312 TFLOP/s against 438, window 1023 244 against
-     * 304: reports/gpu/h200/tma-2026-12-01/) */
+     * cp.async gather, the default (the boxes were slower: docs/kernels.md, Measured
+     * choices) */
     {"sweep prefill causal 8192 [wgmma-ws TMA]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 0, 2},
     {"sweep prefill causal L1023 8192 [wgmma-ws TMA]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 0, 2},
     {"sweep prefill causal 8192 [wgmma-ws ring 6/2]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 3},
