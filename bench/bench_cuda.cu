@@ -18,7 +18,7 @@
  * What it measured on one H200 is docs/kernels.md's (Speed; the runs in
  * reports/gpu/h200/bench*.txt).  The targets in the table below are the
  * Hopper kernels issue's. */
-#include "backends/cuda/bench_cuda.h"
+#include "bench/bench_cuda.h"
 #include "backends/cuda/cuda_internal.cuh"
 #include "backends/backend.h"
 extern "C" { /* the plan builders' headers are plain C */
@@ -578,7 +578,7 @@ static int bench_usage(FILE *f)
                "                                  [--sweep] [--peers] [--peers-script PATH] [--peers-budget SECONDS]\n"
                "  times the CUDA kernels on the docs/kernels.md shapes (CUDA events, median of N)\n"
                "  --peers: also times PyTorch SDPA (flash, cuDNN), flex_attention and JAX cuDNN on the same\n"
-               "  shapes in the same run (adapters/peers_bench.py, run with $SWADIFF_PYTHON or python3) and\n"
+               "  shapes in the same run (bench/peers_bench.py, run with $SWADIFF_PYTHON or python3) and\n"
                "  prints swadiff/peer per row (a ratio of rates: above 1, swadiff is faster)\n"
                "  --sweep: also the variant rows (page layout and size) the kernel defaults were chosen from\n");
     return f == stdout ? SWA_EXIT_OK : SWA_EXIT_USAGE;
@@ -713,7 +713,7 @@ static void report_peers(cJSON *results, const bench_shape *const *rows, int nro
 
 extern "C" int swa_bench_cuda(int argc, char **argv)
 {
-    const char *json_path = NULL, *only = NULL, *peers_script = "adapters/peers_bench.py";
+    const char *json_path = NULL, *only = NULL, *peers_script = "bench/peers_bench.py";
     bool peers = false, sweep = false;
     double peers_budget = 400;
     int iters = 30;

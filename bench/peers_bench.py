@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """peers_bench — times the peers on the shapes of `swadiff bench --device cuda --peers`.
 
-    python3 adapters/peers_bench.py --shapes SHAPES.json --out PEERS.json [--iters N] [--budget S]
+    python3 bench/peers_bench.py --shapes SHAPES.json --out PEERS.json [--iters N] [--budget S]
 
 SHAPES.json is written by swadiff: a list of
     {"name", "backend", "batch", "qo_len", "kv_len", "num_qo_heads", "num_kv_heads",

@@ -1,7 +1,7 @@
 /* bench_harness.h — `swadiff bench --harness`: harness throughput (results
  * per second) over a generated matrix of about 3,000 (case, backend) pairs
  * from the seeds' grid, and where the time goes (data, reference, backend,
- * comparison, reporting).  Defined in harness/bench_harness.c. */
+ * comparison, reporting).  Defined in bench/bench_harness.c. */
 #ifndef SWADIFF_BENCH_HARNESS_H
 #define SWADIFF_BENCH_HARNESS_H
 

@@ -17,7 +17,7 @@
  * double) — the ceiling the reference is measured against.
  * Inputs are generated here (not by core/data.c) so the bench depends on
  * nothing but the reference. */
-#include "reference/bench_ref.h"
+#include "bench/bench_ref.h"
 
 #include <cblas.h>
 #include <math.h>

@@ -1,15 +1,16 @@
 /* cli_bench.c — `swadiff bench`: the dispatcher to the reference benchmark
- * (reference/bench_ref.c), the harness benchmark (harness/bench_harness.c)
- * and the CUDA benchmark (backends/cuda/bench_cuda.cu). */
+ * (bench_ref.c), the harness benchmark (bench_harness.c) and the CUDA
+ * benchmark (bench_cuda.cu), all in bench/; declared in harness/cli.h with
+ * the other commands. */
 #include <stdio.h>
 #include <string.h>
 
 #include "harness/cli.h"
 
-#include "harness/bench_harness.h"
-#include "reference/bench_ref.h"
+#include "bench/bench_harness.h"
+#include "bench/bench_ref.h"
 #ifdef SWADIFF_HAVE_CUDA
-#include "backends/cuda/bench_cuda.h"
+#include "bench/bench_cuda.h"
 #endif
 
 static int bench_usage(FILE *f)

@@ -1,5 +1,5 @@
 /* bench_cuda.h — `swadiff bench --device cuda`: kernel times with CUDA
- * events.  Defined in backends/cuda/bench_cuda.cu (built with the CUDA
+ * events.  Defined in bench/bench_cuda.cu (built with the CUDA
  * device only). */
 #ifndef SWADIFF_BENCH_CUDA_H
 #define SWADIFF_BENCH_CUDA_H

@@ -15,7 +15,7 @@
  * workers' time in each stage, plus the parent's recording time.
  *
  * Test: tests/test_jobs.c (bench --harness --small). */
-#include "harness/bench_harness.h"
+#include "bench/bench_harness.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
