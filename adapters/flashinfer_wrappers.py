@@ -2,7 +2,8 @@
 """flashinfer_wrappers — swadiff adapter: FlashInfer's batch attention wrappers.
 
 Written against flashinfer-python 0.7.2.post1 (with apache-tvm-ffi 0.1.15.post2)
-and run with it on an H200 (reports/gpu/h200/real-libraries-2026-12-02/).
+and run with it on an H200 (docs/real-libraries.md; the run's files:
+real-libraries-2026-12-02 in docs/evidence.md).
 Another 0.7 release is accepted; another minor version stops the adapter at
 start with a message saying so (SWADIFF_FLASHINFER_ANY_VERSION=1 tries anyway).
 
@@ -57,7 +58,7 @@ fixed_split_size) without editing the adapter.
 window other than the planned one (plan with L, run(window_left=L') for a few pairs).
 
 Tests: tests/adapters/test_real_library_mappings.py (the mapping and refusals, without
-FlashInfer); the H200 run in reports/gpu/h200/real-libraries-2026-12-02/.
+FlashInfer); the H200 run: real-libraries-2026-12-02 in docs/evidence.md.
 """
 import json
 import os

@@ -3,9 +3,10 @@
 
 Written against sglang 0.5.23 (sglang.kernels.ops.attention.extend_attention /
 .decode_attention) with Triton 3.6 and PyTorch 2.11, and run with them on an H200
-(reports/gpu/h200/real-libraries-2026-12-02/).  Only the kernels are called, not
-sglang's server: the adapter stages the paged cache the way sglang's token pool holds
-it (page size 1: one slot per token, kv_indices are token slots).
+(docs/real-libraries.md; the run's files: real-libraries-2026-12-02 in
+docs/evidence.md).  Only the kernels are called, not sglang's server: the adapter
+stages the paged cache the way sglang's token pool holds it (page size 1: one slot
+per token, kv_indices are token slots).
 
 Backends:
   extend   extend_attention_fwd(q_extend, k_extend, v_extend, o, k_buffer, v_buffer,
@@ -42,7 +43,7 @@ dtypes: fp16 / bf16 (fp32 is refused: sglang serves 16-bit caches).
 attention_chunk_size: refused (these kernels have no chunked mask).
 
 Tests: tests/adapters/test_real_library_mappings.py (the mapping and the key lists,
-without sglang); the H200 run in reports/gpu/h200/real-libraries-2026-12-02/.
+without sglang); the H200 run: real-libraries-2026-12-02 in docs/evidence.md.
 """
 import os
 import sys

@@ -15,7 +15,7 @@
 # (or --target DIR2 and PYTHONPATH=DIR2); docs/real-libraries.md says how to
 # run them.  ci/pack-peers.sh trims these into what one GPU call can carry.
 #
-# Tested by: running it (reports/gpu/h200/real-libraries-2026-12-02/README.md
+# Tested by: running it (real-libraries-2026-12-02 in docs/evidence.md
 # lists what it fetched); tests/adapters/test_real_library_mappings.py checks the pins.
 set -euo pipefail
 cd "$(dirname "$0")/.."

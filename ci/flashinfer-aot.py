@@ -20,7 +20,7 @@ OUT are skipped.  Exit status 0 when every selected module is in OUT, 1 when
 some failed or were not reached (each named on stderr), 2 on bad arguments.
 Needs torch and flashinfer-python importable (ci/fetch-peer-wheels.sh).
 
-Tested by: running it (reports/gpu/h200/real-libraries-2026-12-02/README.md
+Tested by: running it (real-libraries-2026-12-02 in docs/evidence.md
 records the builds); tests/adapters/test_real_library_mappings.py checks that
 the adapter names the same module keys (module_key()).
 """

@@ -16,7 +16,7 @@
 # Runs in-process (--no-isolate) so the sanitizer sees every kernel.  Writes
 # OUT_DIR/memcheck.txt, racecheck.txt and summary.txt; exits non-zero when the
 # sanitizer reports an error or a case fails.  Committed results:
-# reports/gpu/h200/sanitize-*.txt.
+# reports/gpu/h200/sanitize-summary.txt (the quick set).
 set -uo pipefail
 [ -d cases ] || cd "$(dirname "$0")/.."
 swadiff=${1:-build/swadiff}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ci/gpu-trust.sh OUT_DIR [STEPS] — on the GPU machine: the run-to-run and
-# ordering evidence of the CUDA path (reports/gpu/h200/trust-*/README.md).
+# ordering evidence of the CUDA path (the run trust-2026-12-02: docs/evidence.md).
 # Bundles, each a tar.xz of binaries and the libraries they need
 # (ci/pack-gpu.sh, then xz), under $SWADIFF_TRUST_CARRY (default carry/trust):
 #   new.tar.xz   the build under test (swadiff, gpu_test_kernels)

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # ci/pack-gpu.sh [OUT_DIR] — builds swadiff for an NVIDIA GPU machine that has
-# the driver but no cJSON/Criterion/OpenBLAS headers (e.g. the H200 used for
-# reports/gpu/h200/), and packs the binary, the GPU tests, the device-memory
-# plug-ins (plugins/: the example of examples/plugin_cuda and the fixtures)
-# and every shared library they need beyond glibc into OUT_DIR/bundle.tgz
-# (default carry/gpu).
+# the driver but no cJSON/Criterion/OpenBLAS headers (e.g. the H200 of
+# reports/gpu/h200/ and docs/evidence.md), and packs the binary, the GPU
+# tests, the device-memory plug-ins (plugins/: the example of
+# examples/plugin_cuda and the fixtures) and every shared library they need
+# beyond glibc into OUT_DIR/bundle.tgz (default carry/gpu).
 #
 # There: tar xzf bundle.tgz -C /tmp/sw && LD_LIBRARY_PATH=/tmp/sw /tmp/sw/swadiff ...
 # (the GPU tests take SWADIFF_BINARY, SWADIFF_SOURCE_DIR, SWADIFF_PLUGIN_DIR=/tmp/sw/plugins)

@@ -17,7 +17,7 @@
 #
 # Every file comes unmodified from the pinned wheels (ci/fetch-peer-wheels.sh, into
 # .peer-wheels/ first).  ci/gpu-real-libs.sh unpacks and runs it all.
-# Tested by: running it (the sizes are in reports/gpu/h200/real-libraries-2026-12-02/).
+# Tested by: running it (the sizes are in the run real-libraries-2026-12-02: docs/evidence.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: pack-peers.sh OUT_DIR [AOT_DIR]}

@@ -11,7 +11,8 @@
 # language does not work with Debian's ROCm layout.  The objects carry one
 # code object per target; the symbols live in namespace swa_hip and the
 # device table is swa_hip_device_ops (backends/cuda/vendor.cuh).
-# bench_cuda.cu (`swadiff bench`, NVIDIA only) is left out.
+# The kernel benchmark (bench/bench_cuda.cu, `swadiff bench --device cuda`,
+# NVIDIA only) is not among them.
 #
 # Sets SWADIFF_WITH_HIP.  Test: tests/test_hip_build.c (code objects for
 # every target, `list devices`, `run --device hip` exits 77 without a GPU).
@@ -101,7 +102,6 @@ set(SWADIFF_WITH_HIP ON)
 
 # --- one hipcc call per kernel source -----------------------------------------
 file(GLOB _swa_hip_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/backends/cuda/*.cu)
-list(FILTER _swa_hip_sources EXCLUDE REGEX ".*/bench_cuda\\.cu$")
 # every header a kernel source can include: a change rebuilds the objects
 file(GLOB _swa_hip_headers CONFIGURE_DEPENDS
      ${PROJECT_SOURCE_DIR}/backends/cuda/*.cuh

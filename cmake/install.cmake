@@ -7,6 +7,8 @@
 #   PREFIX/bin/swadiff
 #   PREFIX/include/swadiff/plugin.h
 #   PREFIX/share/swadiff/adapters/   swadiff_adapter.py, the adapters, registry.json
+#   PREFIX/share/swadiff/bench/      peers_bench.py (`swadiff bench --device cuda
+#                                    --peers --peers-script PATH`)
 #   PREFIX/share/swadiff/cases/      the case library (cases/)
 #   PREFIX/lib/cmake/swadiff/        swadiffConfig.cmake, ...Version, ...Targets,
 #                                    SwadiffCases.cmake
@@ -36,6 +38,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/swadiff DESTINATION ${CMAKE_INST
         FILES_MATCHING PATTERN "*.h")
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/adapters/ DESTINATION ${SWADIFF_INSTALL_ADAPTERDIR}
         FILES_MATCHING PATTERN "*.py" PATTERN "*.json" PATTERN "*.md" PATTERN "__pycache__" EXCLUDE)
+install(FILES ${PROJECT_SOURCE_DIR}/bench/peers_bench.py DESTINATION ${SWADIFF_INSTALL_DATADIR}/bench)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/cases/ DESTINATION ${SWADIFF_INSTALL_CASESDIR}
         FILES_MATCHING PATTERN "*.json" PATTERN "*.md")
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})

@@ -14,7 +14,8 @@
 int swa_cmd_run(int argc, char **argv, const char *prog);
 int swa_cmd_validate(int argc, char **argv);
 int swa_cmd_list(int argc, char **argv);
-/* defined in cli_bench.c (merge is report_merge.c's swa_merge_main) */
+/* defined in bench/cli_bench.c, the benchmarks' layer above harness/ (merge
+ * is report_merge.c's swa_merge_main) */
 int swa_cmd_bench(int argc, char **argv);
 /* defined in cli_selftest.c */
 int swa_cmd_selftest(int argc, char **argv, const char *prog);

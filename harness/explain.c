@@ -704,7 +704,8 @@ static void sample_note(const swa_explanation *ex, char *buf, size_t n)
  * no finite output shows the variant's keys changing a value, the note says
  * so and how to tell the two apart (FlashInfer's fa3 paged prefill loads
  * the out-of-window keys of its first tile and multiplies them by 0: NaN
- * under poison, exact on finite data; reports/gpu/h200/real-libraries-2026-12-02, F5). */
+ * under poison, exact on finite data: finding F5 of the H200 run real-libraries-2026-12-02,
+ * docs/evidence.md). */
 static void nan_note(const swa_explanation *ex, char *buf, size_t n)
 {
     if (ex->nan_credited <= 0)

@@ -1,6 +1,7 @@
 /* ref_internal.h — private pieces of the CPU reference shared by
  * reference.c (the blocked OpenBLAS driver), ref_mask.c (the mask
- * definitions) and bench_ref.c.  Not part of the public contract.
+ * definitions) and bench/bench_ref.c (the reference benchmark's tuning
+ * knobs).  Not part of the public contract.
  *
  * Tested through tests/test_reference.c, which checks every mask below
  * against its own element-by-element visibility predicate. */
@@ -30,7 +31,7 @@ void ref_row_span_compute(const swa_ref_mask *m, bool causal, double soft_cap, i
 /* Checks a mask for values the span code cannot interpret. */
 swa_status ref_mask_validate(const swa_ref_mask *m, swa_error *err);
 
-/* How the reference uses the cores (measured in bench_ref.c):
+/* How the reference uses the cores (measured in bench/bench_ref.c):
  *   REF_PAR_WORKERS: our own pthreads over (request, kv head, row block),
  *                    each calling single-threaded OpenBLAS (the default);
  *   REF_PAR_BLAS:    one block at a time, OpenBLAS threaded inside each call. */

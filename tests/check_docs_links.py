@@ -4,8 +4,9 @@
     python3 tests/check_docs_links.py SOURCE_DIR
     python3 tests/check_docs_links.py --self-test   (proves it finds planted breakage)
 
-Reads README.md, docs/*.md, adapters/*.md and examples/*/*.md (reports/ is
-historic evidence and is left alone). Fails (exit 1, one line per finding,
+Reads README.md, docs/*.md, adapters/*.md, examples/*/*.md and the READMEs
+of reports/ (the current evidence: reports/README.md and one per machine).
+Fails (exit 1, one line per finding,
 `file:line: target: what is wrong`) when a relative Markdown link names a
 file or folder that does not exist, or a `#anchor` that no heading of the
 target page produces (GitHub's rule: lower case, punctuation dropped,
@@ -64,7 +65,8 @@ def anchors(path):
 
 def pages(root):
     found = [os.path.join(root, "README.md")]
-    for pattern in ("docs/*.md", "adapters/*.md", "examples/*/*.md"):
+    for pattern in ("docs/*.md", "adapters/*.md", "examples/*/*.md", "reports/README.md",
+                    "reports/*/README.md", "reports/gpu/*/README.md"):
         found += sorted(glob.glob(os.path.join(root, pattern)))
     return [p for p in found if os.path.isfile(p)]
 

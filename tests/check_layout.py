@@ -14,7 +14,12 @@ Fails (exit 1, one line per finding) when:
 2. a folder includes a layer above it: core/ may include only core/;
    reference/ and backends/ may include core/ and themselves, never
    harness/; reference/ never includes backends/ (the oracle shares no code
-   with what it judges) and backends/ never includes reference/;
+   with what it judges) and backends/ never includes reference/; harness/
+   may include every layer but bench/; bench/ (the benchmarks of the
+   reference, the kernels, the harness and the peers, and the bench
+   command) sits on top and may include every layer, and nothing includes
+   bench/ (harness/cli.h declares the bench command with the others, and
+   the program's main.c calls it through that declaration);
 3. a command file (harness/cli_*.c) includes another command file's header
    or source (shared helpers live in harness/cli.c);
 4. an include names a file that does not exist (a header left behind by a
@@ -32,6 +37,7 @@ LAYERS = {
     "reference": {"core", "reference"},
     "backends": {"core", "backends"},
     "harness": {"core", "reference", "backends", "harness"},
+    "bench": {"core", "reference", "backends", "harness", "bench"},
 }
 
 
@@ -122,16 +128,19 @@ def include_findings(root):
 
 
 def self_test():
-    """The check can fail: a two-file call loop and an upward include, built
-    in a temporary folder, must both be found."""
+    """The check can fail: a two-file call loop and two upward includes
+    (core/ into harness/, harness/ into bench/), built in a temporary folder,
+    must all be found, and bench/ including harness/ must not."""
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
-        for layer in ("core", "harness", "backends", "reference"):
+        for layer in ("core", "harness", "backends", "reference", "bench"):
             os.makedirs(os.path.join(tmp, layer))
         files = {
             "core/a.c": '#include "harness/b.h"\nint b(void);\nint a(void) { return b() + 1; }\n',
             "harness/b.h": "int b(void);\n",
             "harness/b.c": "int a(void);\nint b(void) { return a() - 1; }\n",
+            "harness/c.c": '#include "bench/d.h"\n',
+            "bench/d.h": '#include "harness/b.h"\n',
         }
         for rel, text in files.items():
             with open(os.path.join(tmp, rel), "w") as fh:
@@ -145,7 +154,7 @@ def self_test():
         subprocess.run(["ar", "rcs", lib] + objs, check=True)
         loops = cycles(object_graph(lib))
         upward = [f for f in include_findings(tmp) if "may include only" in f]
-        ok = loops == [["a.c.o", "b.c.o"]] and len(upward) == 1
+        ok = loops == [["a.c.o", "b.c.o"]] and len(upward) == 2 and not any(f.startswith("bench/") for f in upward)
         print(f"self-test: loops {loops}, upward includes {upward}: {'ok' if ok else 'NOT FOUND'}")
         return 0 if ok else 1
 

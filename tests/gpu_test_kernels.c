@@ -256,7 +256,7 @@ Test(gpu_decode, fa2_graph_replay_with_larger_batch)
  * non-blocking stream, the replay reads the captured batch's plan arrays
  * and most requests stay unwritten.  It shows when many processes share the
  * GPU: on the H200 the pre-fix build failed 6 of 12 plain `--jobs 16` runs
- * of these two files (reports/gpu/h200/trust-2026-12-02/), while one
+ * of these two files (the run trust-2026-12-02, docs/evidence.md), while one
  * process replaying graphs 180 times under a copy load never did.  So the
  * test is the harness itself: both CUDA-graph files with 16 workers, every
  * pair repeated, bitwise against its first run and against the reference.

@@ -586,7 +586,7 @@ Test(cli, bench_peers_bad_arguments_are_usage_errors)
     cr_assert_eq(rc, 2, "exit %d:\n%s", rc, log);
     cr_assert(strstr(log, "cannot read the peers script /nonexistent/peers.py"), "%s", log);
     rc = run(SWADIFF_BINARY " bench --device cuda --peers --peers-script " SWADIFF_SOURCE_DIR
-             "/adapters/peers_bench.py --peers-budget 0", log, sizeof log);
+             "/bench/peers_bench.py --peers-budget 0", log, sizeof log);
     cr_assert_eq(rc, 2, "exit %d:\n%s", rc, log);
     cr_assert(strstr(log, "--peers-budget must be > 0"), "%s", log);
 }

@@ -188,9 +188,9 @@ template <int D> __device__ __forceinline__ int swa_swz(int row, int chunk)
  *   l = ceil(log2 d), m = floor(2^32 (2^l - d) / d) + 1,
  *   q = (hi32(m t) + ((t - hi32(m t)) >> min(l, 1))) >> max(l - 1, 0).
  * A power of two gives m = 1 and q = t >> l.  The kernels used to branch on
- * "power of two?" and divide otherwise, per 16-byte copy: on an H200 those
- * tests were the decode kernel's most stalled instructions, and this
- * change took decode_fa2 from 3.98 to 4.16 TB/s. */
+ * "power of two?" and divide otherwise, per 16-byte copy; those tests were
+ * the decode kernel's most stalled instructions, and this multiply made
+ * decode measurably faster (docs/kernels.md, Measured choices). */
 struct swa_divmod {
     unsigned m;
     int d, sh1, sh2;
@@ -216,10 +216,11 @@ struct swa_divmod {
  * the strides set once per CTA.  Paged NHD [page][slot][head][D], HND
  * [page][head][slot][D]; ragged [token][head][D] from `base` with page = t
  * (page size 1, so the slot term is 0).  64-bit strides: a page of 65536
- * slots x 1024 heads x 256 dims is 2^34 elements.  Before (a 64-bit product
- * chain and three layout branches per 16-byte copy): about a third of the
- * wgmma prefill kernel's instructions on an H200, decode_fa2 3.62 TB/s;
- * strides set once: 3.98; with swa_divmod: 4.16. */
+ * slots x 1024 heads x 256 dims is 2^34 elements.  Set once per CTA rather
+ * than a 64-bit product chain and three layout branches per 16-byte copy,
+ * which had been a large share of the kernels' instructions (the profile
+ * and the figures: docs/kernels.md, What the figures rest on and Measured
+ * choices). */
 struct swa_kv_addr {
     long long pg_stride, slot_stride, head_off;
     swa_divmod pdiv;
@@ -516,8 +517,8 @@ __device__ __forceinline__ float swa_tile_logits(float (&s)[MT][NT / 8][4], cons
  * tile's P V product, still in flight during the softmax, has landed),
  * skipped while no row of the warp saw a new one (the factor is
  * then exactly 1, so the skip changes no bit; it saves D/2 multiplies per
- * row and tile: decode_fa2 3.53 -> 3.62 TB/s, prefill causal 8192 215 ->
- * 223 TFLOP/s on an H200). */
+ * row and tile, which both decode and prefill measured as a gain:
+ * docs/kernels.md, Measured choices). */
 template <int MT, int NT>
 __device__ __forceinline__ void swa_tile_softmax_p(float (&s)[MT][NT / 8][4], float (&m)[2 * MT],
                                                    float (&dsum)[2 * MT], float (&corr_r)[2 * MT], float mul)

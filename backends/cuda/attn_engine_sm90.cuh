@@ -34,9 +34,9 @@
  * cp.async).  swa_attn_engine_wgmma_ws below is the warp-specialised
  * variant (a producer warpgroup loading whole tiles by TMA, mbarriers,
  * softmax overlapped with P V, optional ping-pong), the default on
- * Hopper: on an H200, causal 8192 384 vs 308 TFLOP/s, window 1023 280 vs
- * 236, both with cp.async loads (before the address arithmetic was cut,
- * swa_kv_addr, it was at parity: 267 vs 273).
+ * Hopper: faster than this serial engine on both prefill shapes once the
+ * address arithmetic was cut (swa_kv_addr; at parity before), both with
+ * cp.async loads (docs/kernels.md, Measured choices).
  *
  * Shared memory (base aligned to 1024 bytes by hand; the swizzle pattern
  * repeats every 1024 bytes and the descriptors' base offset is 0):
@@ -157,19 +157,14 @@ struct swa_wgmma_ws_cfg {
      *     the wait came right after the mask, so S_j's softmax ran after
      *     P_{j-1} V_{j-1} had landed instead of under it; the vote ends
      *     the softmax's block.
-     * H200, causal 8192 / window 1023 TFLOP/s, one CTA per work item and
-     * the producer's address work per key before swa_ws_gather: 0
-     * 441-446 / 302-308, 1 446-453 / 311-316, 2 455-460 / 294-308
-     * (reports/gpu/h200/rescale-2026-12-01/); with swa_ws_gather, on the
-     * persistent kernel (the default grid): 0 485-488 / 350-355, 1
-     * 476-478 / 346-353, 2 465-468 / 318-341
-     * (reports/gpu/h200/gather-2026-12-01/). */
+     * 2 won while each CTA ran one work item and the producer did its
+     * address work per key; with swa_ws_gather, on the persistent kernel
+     * (the default grid), 0 wins: the figures are docs/kernels.md's
+     * (Measured choices). */
     static constexpr int RESCALE = RESCALE_;
     /* the producer's gather: at most KV_TPK threads per key row
-     * (swa_ws_gather).  H200, persistent kernel, causal 8192 / window
-     * 1023 TFLOP/s with RESCALE 2: 8 465-468 / 318-341, 4 486-487 /
-     * 341-353, 2 437-438 / 323-325; with RESCALE 0, one run: 8 495 / 358,
-     * 4 507 / 358, 2 484 / 342 (reports/gpu/h200/gather-2026-12-01/) */
+     * (swa_ws_gather); 8 is the default, 4 and 2 are bench --sweep rows
+     * (their figures: docs/kernels.md, Measured choices) */
     static constexpr int KV_TPK = KV_TPK_;
     static_assert(KV_TPK_ == 2 || KV_TPK_ == 4 || KV_TPK_ == 8, "wgmma engine: 2, 4 or 8 producer threads per key row");
     static_assert(RESCALE_ >= 0 && RESCALE_ <= 2, "wgmma engine: rescale placement 0, 1 or 2");
@@ -177,9 +172,10 @@ struct swa_wgmma_ws_cfg {
     static constexpr int NW = 4 * (WG + 1), THREADS = NW * 32, ROWS = 64 * WG;
     static constexpr int CONSUMERS = 128 * WG, PRODUCERS = 128;
     /* 64-key tiles, as the host emulation's and the other engines': 128-key
-     * tiles (m64n128k16 for S) ran at 253 TFLOP/s against 247-250 on an
-     * H200, but move the edge tiles away from the spec's (the edge-tile
-     * mutant then no longer breaks the same elements as on the host) */
+     * tiles (m64n128k16 for S) were a little faster (docs/kernels.md,
+     * Measured choices), but move the edge tiles away from the spec's (the
+     * edge-tile mutant then no longer breaks the same elements as on the
+     * host) */
     static constexpr int TK = 64, NT = 64;
     static constexpr int STAGES = STAGES_, LAG = LAG_;
     static constexpr int Q_BYTES = ROWS * D * 2;
@@ -820,9 +816,9 @@ struct swa_ws_gather : swa_ring_split<TK, THREADS, CHUNKS, TPK_MAX> {
 /* The producer's TMA tile: one thread announces the stage's bytes on its
  * full barrier and issues the boxes (D/64 per R keys, of K and of V); the
  * others arrive at once (the phase completes when the bytes have landed).
- * Measured on an H200 against boxes issued by 4 threads with the page-table
- * reads a tile ahead: the same (313 vs 312 TFLOP/s causal 8192), both below
- * the gather. */
+ * One issuing thread measured the same as boxes issued by 4 threads with
+ * the page-table reads a tile ahead, both below the gather (docs/kernels.md,
+ * Measured choices). */
 template <class Cfg, class Prob>
 __device__ __forceinline__ void swa_ws_tma_tile(const Prob &prob, const swa_tma_kv &tma, unsigned char *sK, int key0,
                                                 uint32_t bar, int ptid)

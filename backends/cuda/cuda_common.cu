@@ -32,12 +32,11 @@ swa_status swa_cuda_fail(swa_error *err, cudaError_t code, const char *stmt, con
                              : "");
 }
 
-/* Defaults from H200 timings (bench_cuda.cu compares the variants, the
- * gpu test validates every one; batch 64 x kv 4096, 32/8 heads, hd 128):
- * 128-row prefill tiles as one CTA with two m-tiles per warp (215 vs 166
- * TFLOP/s causal 8192); decode CTAs of 2 warps (fa2 3.51 vs 3.35 TB/s,
- * aiter 3.05 vs 2.64 TB/s).  A 4-deep ring for 2-warp decode was measured
- * at 1.9 TB/s and dropped. */
+/* Defaults from H200 timings (the bench compares the variants, the gpu
+ * test validates every one): 128-row prefill tiles as one CTA with two
+ * m-tiles per warp; decode CTAs of 2 warps.  A 4-deep ring for 2-warp
+ * decode was slower and dropped.  The figures: docs/kernels.md, Measured
+ * choices. */
 swa_cuda_tuning swa_cuda_tune = {32, 2, 2, 0, 0, SWA_WS_CTAS_PER_SM};
 
 static char swa_cuda_kernel_note[192];
@@ -81,12 +80,8 @@ extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_wa
 /* Prefill engine where it applies (an sm_90a image on a compute capability
  * 9.0 GPU, head_dim 64/128/256, 64/128-row plan tiles; prefill.cu falls back to
  * mma.sync elsewhere): 2 (the default) the warp-specialised wgmma engine, 1
- * the serial wgmma engine, 0 mma.sync everywhere.  H200, 2026-12-01, with
- * the address changes (swa_kv_addr), 8 threads per key row in the ring
- * loads, the softmax reductions as trees, and the warp-specialised engine's
- * lean gather and persistent grid: causal 8192 493-496 / 342-347 / 295
- * TFLOP/s, window 1023 350-358 / 256 / 224-225
- * (reports/gpu/h200/gather-2026-12-01/final/). */
+ * the serial wgmma engine, 0 mma.sync everywhere.  2 is the fastest of
+ * the three on the H200 on both prefill shapes (docs/kernels.md, Speed). */
 extern "C" void SWA_DEV_SYM(set_prefill_kv_loads)(int kv_loads) { swa_cuda_tune.prefill_kv_loads = kv_loads; }
 extern "C" void SWA_DEV_SYM(set_prefill_ws_ctas)(int ctas) { swa_cuda_tune.prefill_ws_ctas = ctas; }
 

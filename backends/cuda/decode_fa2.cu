@@ -5,13 +5,13 @@
  * (request, KV chunk, kv head) holds all qo heads of the group as the 16
  * rows of one tensor-core tile; 4 warps split each 64-key tile (16 keys
  * each), K/V arrive through a 3-stage cp.async ring of 16-byte loads.
- * Measured against it on an H200 (2026-12-01, batch 64 x kv 4096, 32/8
- * heads, hd 128): Hopper bulk copies (cp.async.bulk, one 256-byte copy per
- * key row issued by warp 0, a transaction barrier per stage) 2.96 TB/s vs
- * 3.62 — dropped; HND pages or 64-token pages change nothing (within 0.4%).
- * The K/V addressing set up once per CTA (swa_kv_addr: strides, and the
+ * Hopper bulk copies (cp.async.bulk, one 256-byte copy per key row issued
+ * by warp 0, a transaction barrier per stage) were measured against it and
+ * lost, so they were dropped; HND pages or 64-token pages change nothing.
+ * The K/V addressing is set up once per CTA (swa_kv_addr: strides, and the
  * page division by multiply) instead of a 64-bit product chain and a
- * power-of-two branch per copy: 3.62 -> 3.98 -> 4.16 TB/s.
+ * power-of-two branch per copy.  The figures: docs/kernels.md, Measured
+ * choices.
  * The chunk starts at align_down(window start, page_size), so pages wholly
  * before the window are never loaded; the per-element mask drops k < ws.
  *

@@ -446,12 +446,9 @@ template <int D, typename T> static bool swa_prefill_tma_encode(const swa_cuda_p
  * default) or fewer, each running its share of the items (swa_ws_sched),
  * or one CTA per item (SWA_WS_CTAS_PER_ITEM, and every grid with no more
  * items than CTAs).  The persistent kernel was slower while its producer
- * was the bottleneck (H200: causal 8192 395-401 TFLOP/s against 438-460
- * per item, window 1023 309-314 against 302-310;
- * reports/gpu/h200/persistent-2026-12-01/, rescale-2026-12-01/); with the
- * leaner producer (swa_ws_gather) it runs causal 8192 at 485-488 against
- * 469 per item, window 1023 at 350-355 against 311 (RESCALE 0;
- * reports/gpu/h200/gather-2026-12-01/). */
+ * was the bottleneck; with the leaner producer (swa_ws_gather) it is the
+ * faster grid on both prefill shapes (docs/kernels.md, Measured
+ * choices). */
 template <class Cfg, typename T, bool MUT>
 static swa_status swa_prefill_launch_ws(swa_cuda_prefill_params p, int items, const char *split,
                                         swa_prefill_choice *choice, cudaStream_t stream, swa_error *err)

@@ -453,10 +453,10 @@ class Registry(unittest.TestCase):
     def test_every_adapter_is_registered_and_compiles(self):
         with open(os.path.join(ADAPTERS, "registry.json")) as f:
             reg = json.load(f)["adapters"]
-        # swadiff_adapter.py is the helper; peers_bench.py the timing script of `bench --peers`;
-        # replay_dump.py replays a dump (it takes arguments, so it has no registry command)
+        # swadiff_adapter.py is the helper; replay_dump.py replays a dump (it takes arguments,
+        # so it has no registry command).  The timing script of `bench --peers` is bench/'s.
         files = sorted(n[:-3] for n in os.listdir(ADAPTERS)
-                       if n.endswith(".py") and n not in ("swadiff_adapter.py", "peers_bench.py", "replay_dump.py"))
+                       if n.endswith(".py") and n not in ("swadiff_adapter.py", "replay_dump.py"))
         self.assertEqual(sorted(reg), files)
         for name, entry in reg.items():
             self.assertEqual(entry["command"], "${SWADIFF_PYTHON:-python3} adapters/" + name + ".py")
@@ -485,7 +485,7 @@ class Registry(unittest.TestCase):
             code = ("import runpy, sys; sys.modules['torch'] = None; sys.modules['jax'] = None; "
                     "sys.argv = [%r, '--shapes', %r, '--out', %r, '--iters', '2']; runpy.run_path(%r, run_name='__main__')"
                     % ("peers_bench.py", os.path.join(d, "shapes.json"), os.path.join(d, "peers.json"),
-                       os.path.join(ADAPTERS, "peers_bench.py")))
+                       os.path.join(ROOT, "bench", "peers_bench.py")))
             p = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
             self.assertEqual(p.returncode, 0, p.stderr)
             with open(os.path.join(d, "peers.json")) as f:
