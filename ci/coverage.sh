@@ -25,13 +25,16 @@
 # line pattern drops the line and its branches: it matches only statements
 # that run after a test went the way no case makes it go.  A branch pattern
 # drops the branches of a line and keeps its line count: it matches the
-# tests themselves, which every case runs.  The spellings they key on are
-# those of backends/guards.h (SWA_ALLOC_FAILED, SWA_API_GUARD,
-# SWA_API_ERROR) and of the mutant table.  A guard whose body is one short
-# statement without a spelling of its own (`return st;`, `return;`, a free
-# then `return st;`) sits on the guard's line, so the branch pattern covers
-# it; SWA_API_ERROR is a macro, so gcov counts an error call that spans
-# several lines on its first line.
+# tests themselves, which every case runs.  They key on SWA_ERR_NOMEM, on
+# the spellings of backends/guards.h (SWA_ALLOC_FAILED, SWA_API_GUARD,
+# SWA_API_ERROR), on the SWA_MUTANT_ constants and on a few fixed shapes
+# of the backend tables (the option and device tests).  A guard whose body
+# is one short statement without a spelling of its own (`return st;`,
+# `return;`, `return NULL;`, a free then `return st;`, a mutant's one-
+# statement effect) sits on the guard's line: gcov counts the line as run
+# (the test did run) and the branch pattern drops the branches that would
+# show the body never did.  SWA_API_ERROR is a macro, so gcov counts an
+# error call that spans several lines on its first line.
 #
 #   out-of-memory (lines): a statement that returns or sets SWA_ERR_NOMEM
 #       (`return SWA_ERR_NOMEM;`, `free(p); return SWA_ERR_NOMEM;`,
@@ -45,7 +48,8 @@
 #       spelled SWA_API_GUARD(...), and the tests of the plan and run
 #       options for NULL (`o ? o->`, `o && o->`, `r && r->`, `if (o)`,
 #       `backend_plan ?`).  harness/run.c passes options with a device, runs
-#       a plan with its own window and return_lse, plans only what
+#       a plan with its own window and return_lse (and asks prefill for its
+#       LSE), plans only what
 #       supports() accepted (so plan() never refuses and run() never meets
 #       a device without the executor supports() saw), frees only what it
 #       planned; the loader validated the case and the planners build the
@@ -59,8 +63,7 @@
 #       tables, fills every executor; dev is NULL only for a C caller.
 #   mutant switches (branches): a comparison with a SWA_MUTANT_ constant.
 #       `run cases` runs no mutant; `swadiff selftest` (ci/run-tests.sh
-#       stage 2) runs them all.  A mutant's one-statement effect sits on its
-#       switch's line.
+#       stage 2) runs them all.
 #
 # Markers (GCOVR_EXCL_*) remain where no pattern can tell, each with its
 # reason at the line: mutant-only blocks of several statements (START/STOP
