@@ -9,23 +9,9 @@
  * wrapper still claims base 2).  The shadow plan is built without a mutant:
  * the bugs of this backend live in the AITER path.
  * Tested by tests/test_plan_decode.c and tests/test_backend_decode.c. */
-/* Coverage (ci/coverage.sh counts what `swadiff run --device host cases`
- * reaches; the GCOVR_EXCL markers below leave out, each tagged with why):
- *  - "mutant-only" / "mutant switch": taken only under a mutant; run cases
- *    runs none, `swadiff selftest` (ci/run-tests.sh stage 2) runs them all;
- *  - "out-of-memory": an allocation failed; no case makes malloc fail;
- *  - "device-table": a device table without this executor; the host, CUDA
- *    and HIP tables fill every one;
- *  - "defensive": a check against arguments the harness and planners always
- *    build consistently (the case re-checked after the loader validated it,
- *    the cache against the case, a graph update against the captured
- *    capacity, the host executor's inputs); no case can make them disagree.
- *  - "api-only": the backend table's handling of calls the harness never
- *    makes (NULL plan or run options, a plan without a device, a run whose
- *    window_left or return_lse differs from the plan's, plan() of a case
- *    supports() refused, free(NULL), a prefill run without LSE): reachable
- *    from C only; tests/test_backend_options.c exercises each of them.
- * Nothing a case can reach is marked: a case reaches it or it counts. */
+/* Coverage: what no case reaches (mutant switches, allocation failures,
+ * guards against calls the harness never makes: backends/guards.h) is left
+ * out by the patterns of ci/coverage.sh, which says why. */
 #include "backends/decode_aiter.h"
 
 #include "backends/attn_primitives.h"
@@ -41,8 +27,7 @@ typedef struct aiter_state {
 
 void swa_decode_aiter_plan_free(swa_decode_aiter_plan *p)
 {
-    if (!p) /* GCOVR_EXCL_BR_LINE api-only */
-        return; /* GCOVR_EXCL_LINE api-only */
+    if (SWA_API_GUARD(!p)) return;
     free(p->block_tables);
     free(p->context_lens);
     swa_decode_fa2_plan_free(p->shadow);
@@ -54,16 +39,15 @@ swa_status swa_decode_aiter_plan_build(const swa_case *c, const swa_paged_kv *kv
 {
     *out = NULL;
     swa_status st = swa_plan_check_case(BACKEND, c, err);
-    if (st == SWA_OK) /* GCOVR_EXCL_BR_LINE defensive */
+    if (SWA_API_GUARD(st == SWA_OK))
         st = swa_decode_check_cache(BACKEND, c, kv, err);
-    if (st != SWA_OK) /* GCOVR_EXCL_BR_LINE defensive */
-        return st; /* GCOVR_EXCL_LINE defensive */
+    if (SWA_API_GUARD(st != SWA_OK)) return st;
     if (c->cuda_graph)
         return swa_error_set(err, SWA_ERR_INVALID, "%s", SWA_AITER_GRAPH_ERROR);
     swa_mutant m = swa_plan_mutant(o);
     swa_decode_aiter_plan *p = swa_plan_calloc(1, sizeof *p, BACKEND, err);
-    if (!p) /* GCOVR_EXCL_BR_LINE out-of-memory */
-        return SWA_ERR_NOMEM; /* GCOVR_EXCL_LINE out-of-memory */
+    if (SWA_ALLOC_FAILED(p))
+        return SWA_ERR_NOMEM;
     int B = c->num_requests;
     p->num_seqs = B;
     p->num_qo_heads = c->num_qo_heads;
@@ -90,17 +74,16 @@ swa_status swa_decode_aiter_plan_build(const swa_case *c, const swa_paged_kv *kv
      * lookup one entry too far stays inside the table. */
     p->max_blocks_per_seq = max_pages + 1;
     p->block_tables = swa_plan_calloc((size_t)B * p->max_blocks_per_seq, sizeof(int), BACKEND, err);
-    p->context_lens = p->block_tables ? swa_plan_calloc((size_t)B, sizeof(int), BACKEND, err) : NULL; /* GCOVR_EXCL_BR_LINE out-of-memory */
-    if (!p->context_lens) { /* GCOVR_EXCL_BR_LINE out-of-memory */
-        swa_decode_aiter_plan_free(p); /* GCOVR_EXCL_LINE out-of-memory */
-        return SWA_ERR_NOMEM; /* GCOVR_EXCL_LINE out-of-memory */
+    p->context_lens = SWA_ALLOC_FAILED(p->block_tables) ? NULL : swa_plan_calloc((size_t)B, sizeof(int), BACKEND, err);
+    if (SWA_ALLOC_FAILED(p->context_lens)) {
+        swa_decode_aiter_plan_free(p); return SWA_ERR_NOMEM;
     }
     /* Unused slots hold a page no request owns (NaN-poisoned) rather than
      * -1, so a kernel reading past its list reads poison, not wild memory. */
     int spare = 0;
     {
         unsigned char *used = calloc((size_t)kv->num_pages + 1, 1);
-        if (used) { /* GCOVR_EXCL_BR_LINE out-of-memory */
+        if (!SWA_ALLOC_FAILED(used)) {
             for (int e = 0; e < kv->indptr[B]; e++)
                 used[kv->indices[e]] = 1;
             for (int pg = 0; pg < kv->num_pages; pg++)
@@ -121,15 +104,12 @@ swa_status swa_decode_aiter_plan_build(const swa_case *c, const swa_paged_kv *kv
 
     if (c->return_lse) {
         swa_plan_opts shadow_opts = {0};
-        if (o) /* GCOVR_EXCL_BR_LINE api-only */
+        if (o)
             shadow_opts = *o;
         shadow_opts.mutant = SWA_MUTANT_NONE;
         st = swa_decode_fa2_plan_build(c, kv, B, &shadow_opts, &p->shadow, err);
-        if (st != SWA_OK) { /* GCOVR_EXCL_BR_LINE defensive */
-            swa_decode_aiter_plan_free(p); /* GCOVR_EXCL_LINE defensive */
-            return st; /* GCOVR_EXCL_LINE defensive */
-        }
-        if (o && o->warn) /* GCOVR_EXCL_BR_LINE api-only */
+        if (SWA_API_GUARD(st != SWA_OK)) { swa_decode_aiter_plan_free(p); return st; }
+        if (o && o->warn)
             o->warn(o->warn_ctx, BACKEND, SWA_AITER_SHADOW_WARNING);
     }
     *out = p;
@@ -141,10 +121,10 @@ swa_status swa_decode_aiter_plan_build(const swa_case *c, const swa_paged_kv *kv
 
 static const char *aiter_supports(const swa_case *c, const swa_device_ops *dev, char *buf, size_t n)
 {
-    if (dev && !dev->decode_aiter) /* GCOVR_EXCL_BR_LINE device-table */
-        return swa_device_lacks(dev, BACKEND, "decode_aiter executor", buf, n); /* GCOVR_EXCL_LINE device-table */
-    if (dev && c->return_lse && !dev->decode_fa2) /* GCOVR_EXCL_BR_LINE device-table */
-        return swa_device_lacks(dev, BACKEND, "decode_fa2 executor for the return_lse shadow plan", buf, n); /* GCOVR_EXCL_LINE device-table */
+    if (dev && !dev->decode_aiter)
+        return swa_device_lacks(dev, BACKEND, "decode_aiter executor", buf, n);
+    if (dev && c->return_lse && !dev->decode_fa2)
+        return swa_device_lacks(dev, BACKEND, "decode_fa2 executor for the return_lse shadow plan", buf, n);
     if (c->chunk_size > 0) {
         /* PA v1 masks with one sliding_window S per launch, counted back from
          * each sequence's context end; a chunk start floor((ctx-1)/C)*C is
@@ -163,24 +143,24 @@ static swa_status aiter_plan(const swa_case *c, const swa_inputs *in, const swa_
 {
     *plan = NULL;
     char why[256];
-    if (aiter_supports(c, o ? o->device : NULL, why, sizeof why)) /* GCOVR_EXCL_BR_LINE api-only */
-        return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s", why); /* GCOVR_EXCL_LINE api-only */
+    if (aiter_supports(c, o ? o->device : NULL, why, sizeof why))
+        return SWA_API_ERROR(err, SWA_ERR_UNSUPPORTED, "%s", why);
     aiter_state *s = swa_plan_calloc(1, sizeof *s, BACKEND, err);
-    if (!s) /* GCOVR_EXCL_BR_LINE out-of-memory */
-        return SWA_ERR_NOMEM; /* GCOVR_EXCL_LINE out-of-memory */
+    if (SWA_ALLOC_FAILED(s))
+        return SWA_ERR_NOMEM;
     swa_status st = swa_decode_aiter_plan_build(c, &in->paged, o, &s->plan, err);
     if (st != SWA_OK) {
         free(s);
         return st;
     }
-    s->device = o ? o->device : NULL; /* GCOVR_EXCL_BR_LINE api-only */
+    s->device = o ? o->device : NULL;
     *plan = s;
     return SWA_OK;
 }
 
 const swa_decode_aiter_plan *swa_decode_aiter_plan_of(const void *backend_plan)
 {
-    return backend_plan ? ((const aiter_state *)backend_plan)->plan : NULL; /* GCOVR_EXCL_BR_LINE api-only */
+    return backend_plan ? ((const aiter_state *)backend_plan)->plan : NULL;
 }
 
 /* The wrapper claims base 2 whenever return_lse is served (also under
@@ -188,7 +168,7 @@ const swa_decode_aiter_plan *swa_decode_aiter_plan_of(const void *backend_plan)
 static double aiter_run_lse_base(const void *plan, const swa_run_opts *r)
 {
     const swa_decode_aiter_plan *p = swa_decode_aiter_plan_of(plan);
-    return r && r->return_lse && p->shadow ? 2.0 : 0.0; /* GCOVR_EXCL_BR_LINE api-only */
+    return r && r->return_lse && p->shadow ? 2.0 : 0.0;
 }
 
 static swa_status aiter_run(void *plan, void *dev_inputs, const swa_run_opts *r, const swa_out_args *o,
@@ -196,38 +176,37 @@ static swa_status aiter_run(void *plan, void *dev_inputs, const swa_run_opts *r,
 {
     aiter_state *s = plan;
     const swa_decode_aiter_plan *p = s->plan;
-    if (r && r->window_left_set && r->window_left != p->window_left) /* GCOVR_EXCL_BR_LINE api-only */
-        return swa_error_set(err, SWA_ERR_INVALID, /* GCOVR_EXCL_LINE api-only */
-                             "%s: plan/run mismatch: planned window_left=%d, run window_left=%d; plan again " /* GCOVR_EXCL_LINE api-only */
-                             "with the window the run uses", /* GCOVR_EXCL_LINE api-only */
-                             BACKEND, p->window_left, r->window_left); /* GCOVR_EXCL_LINE api-only */
-    if (!s->device) /* GCOVR_EXCL_BR_LINE api-only */
-        return swa_error_set(err, SWA_ERR_INVALID, "%s: the plan has no device to run on", BACKEND); /* GCOVR_EXCL_LINE api-only */
-    if (r && r->return_lse) { /* GCOVR_EXCL_BR_LINE api-only */
-        if (!p->shadow) /* GCOVR_EXCL_BR_LINE api-only */
-            return swa_error_set(err, SWA_ERR_INVALID, /* GCOVR_EXCL_LINE api-only */
-                                 "%s: run(return_lse=True) on a plan built without return_lse: the kernel has " /* GCOVR_EXCL_LINE api-only */
-                                 "no LSE output and no shadow decode_fa2 plan exists; plan with return_lse", /* GCOVR_EXCL_LINE api-only */
-                                 BACKEND); /* GCOVR_EXCL_LINE api-only */
-        if (p->mutant != SWA_MUTANT_RETURN_LSE_IGNORED) { /* GCOVR_EXCL_BR_LINE mutant switch */
-            if (!s->device->decode_fa2) /* GCOVR_EXCL_BR_LINE device-table */
-                return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s", /* GCOVR_EXCL_LINE device-table */
-                                     swa_device_lacks(s->device, BACKEND, "decode_fa2 executor for the " /* GCOVR_EXCL_LINE device-table */
-                                                      "return_lse shadow plan", (char[200]){0}, 200)); /* GCOVR_EXCL_LINE device-table */
+    if (r && r->window_left_set && r->window_left != p->window_left)
+        return SWA_API_ERROR(err, SWA_ERR_INVALID,
+                             "%s: plan/run mismatch: planned window_left=%d, run window_left=%d; plan again "
+                             "with the window the run uses",
+                             BACKEND, p->window_left, r->window_left);
+    if (SWA_API_GUARD(!s->device))
+        return SWA_API_ERROR(err, SWA_ERR_INVALID, "%s: the plan has no device to run on", BACKEND);
+    if (r && r->return_lse) {
+        if (SWA_API_GUARD(!p->shadow))
+            return SWA_API_ERROR(err, SWA_ERR_INVALID,
+                                 "%s: run(return_lse=True) on a plan built without return_lse: the kernel has "
+                                 "no LSE output and no shadow decode_fa2 plan exists; plan with return_lse",
+                                 BACKEND);
+        if (p->mutant != SWA_MUTANT_RETURN_LSE_IGNORED) {
+            if (SWA_API_GUARD(!s->device->decode_fa2))
+                return SWA_API_ERROR(err, SWA_ERR_UNSUPPORTED, "%s",
+                                     swa_device_lacks(s->device, BACKEND, "decode_fa2 executor for the "
+                                                      "return_lse shadow plan", (char[200]){0}, 200));
             return s->device->decode_fa2(p->shadow, dev_inputs, o, o->lse != NULL, err);
         }
     }
-    if (!s->device->decode_aiter) /* GCOVR_EXCL_BR_LINE device-table */
-        return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s", /* GCOVR_EXCL_LINE device-table */
-                             swa_device_lacks(s->device, BACKEND, "decode_aiter executor", (char[160]){0}, 160)); /* GCOVR_EXCL_LINE device-table */
+    if (SWA_API_GUARD(!s->device->decode_aiter))
+        return SWA_API_ERROR(err, SWA_ERR_UNSUPPORTED, "%s",
+                             swa_device_lacks(s->device, BACKEND, "decode_aiter executor", (char[160]){0}, 160));
     return s->device->decode_aiter(p, dev_inputs, o, err);
 }
 
 static void aiter_free(void *plan)
 {
     aiter_state *s = plan;
-    if (!s) /* GCOVR_EXCL_BR_LINE api-only */
-        return; /* GCOVR_EXCL_LINE api-only */
+    if (SWA_API_GUARD(!s)) return;
     swa_decode_aiter_plan_free(s->plan);
     free(s);
 }

@@ -6,23 +6,9 @@
  * that the S = L + 1 mapping is right).  The choice is recorded in the plan
  * (swa_decode_auto_choice) and reported through the plan-time warning hook.
  * Tested by tests/test_backend_decode.c. */
-/* Coverage (ci/coverage.sh counts what `swadiff run --device host cases`
- * reaches; the GCOVR_EXCL markers below leave out, each tagged with why):
- *  - "mutant-only" / "mutant switch": taken only under a mutant; run cases
- *    runs none, `swadiff selftest` (ci/run-tests.sh stage 2) runs them all;
- *  - "out-of-memory": an allocation failed; no case makes malloc fail;
- *  - "device-table": a device table without this executor; the host, CUDA
- *    and HIP tables fill every one;
- *  - "defensive": a check against arguments the harness and planners always
- *    build consistently (the case re-checked after the loader validated it,
- *    the cache against the case, a graph update against the captured
- *    capacity, the host executor's inputs); no case can make them disagree.
- *  - "api-only": the backend table's handling of calls the harness never
- *    makes (NULL plan or run options, a plan without a device, a run whose
- *    window_left or return_lse differs from the plan's, plan() of a case
- *    supports() refused, free(NULL), a prefill run without LSE): reachable
- *    from C only; tests/test_backend_options.c exercises each of them.
- * Nothing a case can reach is marked: a case reaches it or it counts. */
+/* Coverage: what no case reaches (mutant switches, allocation failures,
+ * guards against calls the harness never makes: backends/guards.h) is left
+ * out by the patterns of ci/coverage.sh, which says why. */
 #include "backends/decode_aiter.h"
 #include "backends/decode_fa2.h"
 #include "backends/plan_common.h"
@@ -54,15 +40,12 @@ static swa_status auto_plan(const swa_case *c, const swa_inputs *in, const swa_p
 {
     *plan = NULL;
     auto_state *s = swa_plan_calloc(1, sizeof *s, BACKEND, err);
-    if (!s) /* GCOVR_EXCL_BR_LINE out-of-memory */
-        return SWA_ERR_NOMEM; /* GCOVR_EXCL_LINE out-of-memory */
+    if (SWA_ALLOC_FAILED(s))
+        return SWA_ERR_NOMEM;
     s->chosen = swa_decode_auto_route(c);
     swa_status st = s->chosen->plan(c, in, o, &s->plan, err);
-    if (st != SWA_OK) { /* GCOVR_EXCL_BR_LINE defensive */
-        free(s); /* GCOVR_EXCL_LINE defensive */
-        return st; /* GCOVR_EXCL_LINE defensive */
-    }
-    if (o && o->warn) { /* GCOVR_EXCL_BR_LINE api-only */
+    if (SWA_API_GUARD(st != SWA_OK)) { free(s); return st; }
+    if (o && o->warn) {
         char msg[256];
         snprintf(msg, sizeof msg, "decode_auto routed this case to %s (%s)", s->chosen->name,
                  c->cuda_graph ? "CUDA-graph mode needs decode_fa2's padded grid"
@@ -76,12 +59,12 @@ static swa_status auto_plan(const swa_case *c, const swa_inputs *in, const swa_p
 
 const char *swa_decode_auto_choice(const void *backend_plan)
 {
-    return backend_plan ? ((const auto_state *)backend_plan)->chosen->name : NULL; /* GCOVR_EXCL_BR_LINE api-only */
+    return backend_plan ? ((const auto_state *)backend_plan)->chosen->name : NULL;
 }
 
 const void *swa_decode_auto_plan_of(const void *backend_plan)
 {
-    return backend_plan ? ((const auto_state *)backend_plan)->plan : NULL; /* GCOVR_EXCL_BR_LINE api-only */
+    return backend_plan ? ((const auto_state *)backend_plan)->plan : NULL;
 }
 
 static double auto_run_lse_base(const void *plan, const swa_run_opts *r)
@@ -100,8 +83,7 @@ static swa_status auto_run(void *plan, void *dev_inputs, const swa_run_opts *r, 
 static void auto_free(void *plan)
 {
     auto_state *s = plan;
-    if (!s) /* GCOVR_EXCL_BR_LINE api-only */
-        return; /* GCOVR_EXCL_LINE api-only */
+    if (SWA_API_GUARD(!s)) return;
     s->chosen->free(s->plan);
     free(s);
 }

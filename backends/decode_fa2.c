@@ -10,23 +10,11 @@
  * LSE_MERGE_DROPPED a split is forced whenever some request's span covers
  * more than one page (chunk = half the longest span, page aligned).
  * Tested by tests/test_plan_decode.c and tests/test_host_decode.c. */
-/* Coverage (ci/coverage.sh counts what `swadiff run --device host cases`
- * reaches; the GCOVR_EXCL markers below leave out, each tagged with why):
- *  - "mutant-only" / "mutant switch": taken only under a mutant; run cases
- *    runs none, `swadiff selftest` (ci/run-tests.sh stage 2) runs them all;
- *  - "out-of-memory": an allocation failed; no case makes malloc fail;
- *  - "device-table": a device table without this executor; the host, CUDA
- *    and HIP tables fill every one;
- *  - "defensive": a check against arguments the harness and planners always
- *    build consistently (the case re-checked after the loader validated it,
- *    the cache against the case, a graph update against the captured
- *    capacity, the host executor's inputs); no case can make them disagree.
- *  - "api-only": the backend table's handling of calls the harness never
- *    makes (NULL plan or run options, a plan without a device, a run whose
- *    window_left or return_lse differs from the plan's, plan() of a case
- *    supports() refused, free(NULL), a prefill run without LSE): reachable
- *    from C only; tests/test_backend_options.c exercises each of them.
- * Nothing a case can reach is marked: a case reaches it or it counts. */
+/* Coverage: what no case reaches (mutant switches, allocation failures,
+ * guards against calls the harness never makes: backends/guards.h) is left
+ * out by the patterns of ci/coverage.sh, which says why; the exclusion
+ * markers below are the few places no pattern can tell, each with its
+ * reason. */
 #include "backends/decode_fa2.h"
 
 #include "backends/attn_primitives.h"
@@ -56,31 +44,31 @@ void swa_decode_fa2_plan_free(swa_decode_fa2_plan *p)
 
 swa_status swa_decode_check_cache(const char *backend, const swa_case *c, const swa_paged_kv *kv, swa_error *err)
 {
-    if (!kv || !kv->indptr || !kv->indices || !kv->last_page_len) /* GCOVR_EXCL_BR_LINE defensive */
-        return swa_error_set(err, SWA_ERR_INVALID, "%s: case %s has no paged KV cache in its inputs", backend, c->id); /* GCOVR_EXCL_LINE defensive */
-    if (kv->num_requests != c->num_requests || kv->page_size != c->page_size || kv->page_size < 1 || /* GCOVR_EXCL_BR_LINE defensive */
-        kv->num_kv_heads != c->num_kv_heads || kv->head_dim != c->head_dim) /* GCOVR_EXCL_BR_LINE defensive */
-        return swa_error_set(err, SWA_ERR_INVALID, /* GCOVR_EXCL_LINE defensive */
-                             "%s: case %s: paged cache (requests %d, page_size %d, kv heads %d, head_dim %d) " /* GCOVR_EXCL_LINE defensive */
-                             "does not match the case (%d, %d, %d, %d)", /* GCOVR_EXCL_LINE defensive */
-                             backend, c->id, kv->num_requests, kv->page_size, kv->num_kv_heads, kv->head_dim, /* GCOVR_EXCL_LINE defensive */
-                             c->num_requests, c->page_size, c->num_kv_heads, c->head_dim); /* GCOVR_EXCL_LINE defensive */
+    if (SWA_API_GUARD(!kv || !kv->indptr || !kv->indices || !kv->last_page_len))
+        return SWA_API_ERROR(err, SWA_ERR_INVALID, "%s: case %s has no paged KV cache in its inputs", backend, c->id);
+    if (SWA_API_GUARD(kv->num_requests != c->num_requests || kv->page_size != c->page_size || kv->page_size < 1 ||
+                      kv->num_kv_heads != c->num_kv_heads || kv->head_dim != c->head_dim))
+        return SWA_API_ERROR(err, SWA_ERR_INVALID,
+                             "%s: case %s: paged cache (requests %d, page_size %d, kv heads %d, head_dim %d) "
+                             "does not match the case (%d, %d, %d, %d)",
+                             backend, c->id, kv->num_requests, kv->page_size, kv->num_kv_heads, kv->head_dim,
+                             c->num_requests, c->page_size, c->num_kv_heads, c->head_dim);
     for (int r = 0; r < c->num_requests; r++) {
         int pages = kv->indptr[r + 1] - kv->indptr[r];
         int lpl = kv->last_page_len[r];
-        if (pages < 0 || (pages > 0 && (lpl < 1 || lpl > kv->page_size)) || /* GCOVR_EXCL_BR_LINE defensive */
-            swa_paged_kv_len(pages, kv->page_size, lpl) != c->kv_len[r]) /* GCOVR_EXCL_BR_LINE defensive */
-            return swa_error_set(err, SWA_ERR_INVALID, /* GCOVR_EXCL_LINE defensive */
-                                 "%s: case %s request %d: page table has %d pages, last_page_len %d (kv_len %d) " /* GCOVR_EXCL_LINE defensive */
-                                 "but the case says kv_len %d", /* GCOVR_EXCL_LINE defensive */
-                                 backend, c->id, r, pages, lpl, swa_paged_kv_len(pages, kv->page_size, lpl), /* GCOVR_EXCL_LINE defensive */
-                                 c->kv_len[r]); /* GCOVR_EXCL_LINE defensive */
+        if (SWA_API_GUARD(pages < 0 || (pages > 0 && (lpl < 1 || lpl > kv->page_size)) ||
+                          swa_paged_kv_len(pages, kv->page_size, lpl) != c->kv_len[r]))
+            return SWA_API_ERROR(err, SWA_ERR_INVALID,
+                                 "%s: case %s request %d: page table has %d pages, last_page_len %d (kv_len %d) "
+                                 "but the case says kv_len %d",
+                                 backend, c->id, r, pages, lpl, swa_paged_kv_len(pages, kv->page_size, lpl),
+                                 c->kv_len[r]);
         for (int e = kv->indptr[r]; e < kv->indptr[r + 1]; e++)
-            if (kv->indices[e] < 0 || kv->indices[e] >= kv->num_pages) /* GCOVR_EXCL_BR_LINE defensive */
-                return swa_error_set(err, SWA_ERR_INVALID, /* GCOVR_EXCL_LINE defensive */
-                                     "%s: case %s request %d: page id %d at indices[%d] is outside the pool " /* GCOVR_EXCL_LINE defensive */
-                                     "of %d pages", /* GCOVR_EXCL_LINE defensive */
-                                     backend, c->id, r, kv->indices[e], e, kv->num_pages); /* GCOVR_EXCL_LINE defensive */
+            if (SWA_API_GUARD(kv->indices[e] < 0 || kv->indices[e] >= kv->num_pages))
+                return SWA_API_ERROR(err, SWA_ERR_INVALID,
+                                     "%s: case %s request %d: page id %d at indices[%d] is outside the pool "
+                                     "of %d pages",
+                                     backend, c->id, r, kv->indices[e], e, kv->num_pages);
     }
     return SWA_OK;
 }
@@ -92,8 +80,7 @@ static int fa2_spare_page(const swa_paged_kv *kv)
 {
     unsigned char *used = calloc((size_t)kv->num_pages + 1, 1);
     int spare = 0;
-    if (!used) /* GCOVR_EXCL_BR_LINE out-of-memory */
-        return 0; /* GCOVR_EXCL_LINE out-of-memory */
+    if (SWA_ALLOC_FAILED(used)) return 0;
     for (int e = 0; e < kv->indptr[kv->num_requests]; e++)
         used[kv->indices[e]] = 1;
     for (int pg = 0; pg < kv->num_pages; pg++)
@@ -122,17 +109,13 @@ static int fa2_chunks_for_span(int span, bool split, int count_chunk, swa_mutant
 {
     if (!split)
         return 1;
-    if (m == SWA_MUTANT_SPLIT_LAST_CHUNK_DROPPED) /* GCOVR_EXCL_BR_LINE mutant switch */
-        return span / count_chunk; /* GCOVR_EXCL_LINE mutant-only */
+    if (m == SWA_MUTANT_SPLIT_LAST_CHUNK_DROPPED) return span / count_chunk;
     return swa_imax(1, swa_ceil_div(span, count_chunk));
 }
 
 static int fa2_count_chunk(const swa_decode_fa2_plan *p)
 {
-    /* gcov puts this statement's count on its first line, taken only under
-     * the mutant, and its branches on the second */
-    return p->mutant == SWA_MUTANT_SPLIT_CHUNK_SHORT && p->split_kv ? p->kv_chunk_size + p->page_size /* GCOVR_EXCL_LINE mutant switch */
-                                                                    : p->kv_chunk_size; /* GCOVR_EXCL_BR_LINE mutant switch */
+    return p->mutant == SWA_MUTANT_SPLIT_CHUNK_SHORT && p->split_kv ? p->kv_chunk_size + p->page_size : p->kv_chunk_size;
 }
 
 /* Copies the page table of the first n requests into p (capacity checked
@@ -145,8 +128,7 @@ static void fa2_fill_batch(swa_decode_fa2_plan *p, const swa_paged_kv *kv, int n
     for (int r = 0; r < n; r++) {
         p->kv_indptr[r + 1] = kv->indptr[r + 1] - kv->indptr[0];
         int lpl = kv->last_page_len[r];
-        if (p->mutant == SWA_MUTANT_LAST_PAGE_LEN_OFF) /* GCOVR_EXCL_BR_LINE mutant switch */
-            lpl -= 1; /* kv_len one short: the newest key is dropped */ /* GCOVR_EXCL_LINE mutant-only */
+        if (p->mutant == SWA_MUTANT_LAST_PAGE_LEN_OFF) lpl -= 1; /* kv_len one short: the newest key is dropped */
         p->kv_last_page_len[r] = lpl;
     }
     int total_pages = p->kv_indptr[n];
@@ -158,7 +140,7 @@ static void fa2_fill_batch(swa_decode_fa2_plan *p, const swa_paged_kv *kv, int n
     for (int r = 0; r < n; r++) {
         int chunks = fa2_chunks_for_span(fa2_request_span(p, r), p->split_kv, count_chunk, p->mutant);
         p->req_num_chunks[r] = chunks;
-        if (!keep_offsets) /* GCOVR_EXCL_BR_LINE mutant switch */
+        if (!keep_offsets) /* GCOVR_EXCL_BR_LINE mutant switch (GRAPH_STALE_PARTIAL_OFFSETS) */
             p->req_partial_offset[r] = p->split_kv ? rows : 0;
         if (p->split_kv)
             rows += chunks;
@@ -190,16 +172,16 @@ static int fa2_choose_chunk(const int *spans, int n, int page_size, int num_kv_h
     int max_span = 0;
     for (int r = 0; r < n; r++)
         max_span = swa_imax(max_span, spans[r]);
-    if (m == SWA_MUTANT_SPLIT_CHUNK_SHORT || m == SWA_MUTANT_SPLIT_LAST_CHUNK_DROPPED || /* GCOVR_EXCL_BR_LINE mutant switch */
+    if (m == SWA_MUTANT_SPLIT_CHUNK_SHORT || m == SWA_MUTANT_SPLIT_LAST_CHUNK_DROPPED ||
         m == SWA_MUTANT_LSE_MERGE_DROPPED) {
-        if (max_span > page_size) { /* GCOVR_EXCL_LINE mutant-only */
-            int chunk = swa_align_up(swa_ceil_div(max_span, 2), page_size); /* GCOVR_EXCL_LINE mutant-only */
-            if (m == SWA_MUTANT_SPLIT_CHUNK_SHORT) /* GCOVR_EXCL_LINE mutant-only */
-                chunk = swa_imax(chunk, 2 * page_size); /* room to lose a page */ /* GCOVR_EXCL_LINE mutant-only */
-            return chunk; /* GCOVR_EXCL_LINE mutant-only */
-        } /* GCOVR_EXCL_LINE mutant-only */
-        return 0; /* GCOVR_EXCL_LINE mutant-only */
-    }
+        if (max_span > page_size) { /* GCOVR_EXCL_START mutant-only: the forced split */
+            int chunk = swa_align_up(swa_ceil_div(max_span, 2), page_size);
+            if (m == SWA_MUTANT_SPLIT_CHUNK_SHORT)
+                chunk = swa_imax(chunk, 2 * page_size); /* room to lose a page */
+            return chunk;
+        }
+        return 0;
+    } /* GCOVR_EXCL_STOP */
     int min_chunk = swa_align_up(SWA_DECODE_MIN_CHUNK, page_size);
     if (split < 0)
         return 0;
@@ -239,14 +221,14 @@ static void fa2_fill_shape(swa_decode_fa2_plan *p, const swa_case *c, swa_mutant
 
 static swa_status fa2_alloc(swa_decode_fa2_plan *p, swa_error *err)
 {
-    if (!(p->work_request = swa_plan_calloc((size_t)p->capacity_work, sizeof(int), BACKEND, err)) || /* GCOVR_EXCL_BR_LINE out-of-memory */
-        !(p->work_chunk = swa_plan_calloc((size_t)p->capacity_work, sizeof(int), BACKEND, err)) || /* GCOVR_EXCL_BR_LINE out-of-memory */
-        !(p->req_num_chunks = swa_plan_calloc((size_t)p->capacity_requests, sizeof(int), BACKEND, err)) || /* GCOVR_EXCL_BR_LINE out-of-memory */
-        !(p->req_partial_offset = swa_plan_calloc((size_t)p->capacity_requests, sizeof(int), BACKEND, err)) || /* GCOVR_EXCL_BR_LINE out-of-memory */
-        !(p->kv_indptr = swa_plan_calloc((size_t)p->capacity_requests + 1, sizeof(int), BACKEND, err)) || /* GCOVR_EXCL_BR_LINE out-of-memory */
-        !(p->kv_indices = swa_plan_calloc((size_t)p->capacity_pages + 1, sizeof(int), BACKEND, err)) || /* GCOVR_EXCL_BR_LINE out-of-memory */
-        !(p->kv_last_page_len = swa_plan_calloc((size_t)p->capacity_requests, sizeof(int), BACKEND, err))) /* GCOVR_EXCL_BR_LINE out-of-memory */
-        return SWA_ERR_NOMEM; /* GCOVR_EXCL_LINE out-of-memory */
+    if (!(p->work_request = swa_plan_calloc((size_t)p->capacity_work, sizeof(int), BACKEND, err)) ||
+        !(p->work_chunk = swa_plan_calloc((size_t)p->capacity_work, sizeof(int), BACKEND, err)) ||
+        !(p->req_num_chunks = swa_plan_calloc((size_t)p->capacity_requests, sizeof(int), BACKEND, err)) ||
+        !(p->req_partial_offset = swa_plan_calloc((size_t)p->capacity_requests, sizeof(int), BACKEND, err)) ||
+        !(p->kv_indptr = swa_plan_calloc((size_t)p->capacity_requests + 1, sizeof(int), BACKEND, err)) ||
+        !(p->kv_indices = swa_plan_calloc((size_t)p->capacity_pages + 1, sizeof(int), BACKEND, err)) ||
+        !(p->kv_last_page_len = swa_plan_calloc((size_t)p->capacity_requests, sizeof(int), BACKEND, err)))
+        return SWA_ERR_NOMEM;
     return SWA_OK;
 }
 
@@ -255,8 +237,7 @@ static swa_status fa2_alloc(swa_decode_fa2_plan *p, swa_error *err)
 static int *fa2_spans(const swa_case *c, const swa_paged_kv *kv, int n, swa_mutant m, swa_error *err)
 {
     int *spans = swa_plan_calloc((size_t)n, sizeof(int), BACKEND, err);
-    if (!spans) /* GCOVR_EXCL_BR_LINE out-of-memory */
-        return NULL; /* GCOVR_EXCL_LINE out-of-memory */
+    if (SWA_ALLOC_FAILED(spans)) return NULL;
     for (int r = 0; r < n; r++) {
         int lpl = kv->last_page_len[r] - (m == SWA_MUTANT_LAST_PAGE_LEN_OFF ? 1 : 0);
         int kv_len = swa_paged_kv_len(kv->indptr[r + 1] - kv->indptr[r], kv->page_size, lpl);
@@ -272,22 +253,20 @@ swa_status swa_decode_fa2_plan_build(const swa_case *c, const swa_paged_kv *kv, 
 {
     *out = NULL;
     swa_status st = swa_plan_check_case(BACKEND, c, err);
-    if (st == SWA_OK) /* GCOVR_EXCL_BR_LINE defensive */
+    if (SWA_API_GUARD(st == SWA_OK))
         st = swa_decode_check_cache(BACKEND, c, kv, err);
-    if (st != SWA_OK) /* GCOVR_EXCL_BR_LINE defensive */
-        return st; /* GCOVR_EXCL_LINE defensive */
-    if (num_requests < 1 || num_requests > c->num_requests) /* GCOVR_EXCL_BR_LINE defensive */
-        return swa_error_set(err, SWA_ERR_INVALID, "%s: asked to plan %d requests of a %d-request case", BACKEND, /* GCOVR_EXCL_LINE defensive */
-                             num_requests, c->num_requests); /* GCOVR_EXCL_LINE defensive */
+    if (SWA_API_GUARD(st != SWA_OK)) return st;
+    if (SWA_API_GUARD(num_requests < 1 || num_requests > c->num_requests))
+        return SWA_API_ERROR(err, SWA_ERR_INVALID, "%s: asked to plan %d requests of a %d-request case", BACKEND,
+                             num_requests, c->num_requests);
     swa_mutant m = swa_plan_mutant(o);
     swa_decode_fa2_plan *p = swa_plan_calloc(1, sizeof *p, BACKEND, err);
-    if (!p) /* GCOVR_EXCL_BR_LINE out-of-memory */
-        return SWA_ERR_NOMEM; /* GCOVR_EXCL_LINE out-of-memory */
+    if (SWA_ALLOC_FAILED(p))
+        return SWA_ERR_NOMEM;
     fa2_fill_shape(p, c, m);
     int *spans = fa2_spans(c, kv, num_requests, m, err);
-    if (!spans) { /* GCOVR_EXCL_BR_LINE out-of-memory */
-        free(p); /* GCOVR_EXCL_LINE out-of-memory */
-        return SWA_ERR_NOMEM; /* GCOVR_EXCL_LINE out-of-memory */
+    if (SWA_ALLOC_FAILED(spans)) {
+        free(p); return SWA_ERR_NOMEM;
     }
     int chunk = fa2_choose_chunk(spans, num_requests, c->page_size, c->num_kv_heads, swa_plan_target_sms(o),
                                  o ? o->split : 0, c->deterministic, m);
@@ -296,8 +275,8 @@ swa_status swa_decode_fa2_plan_build(const swa_case *c, const swa_paged_kv *kv, 
         max_kv = swa_imax(max_kv, c->kv_len[r]);
     p->split_kv = chunk > 0;
     p->kv_chunk_size = p->split_kv ? chunk : swa_align_up(swa_imax(max_kv, 1), c->page_size);
-    if (m == SWA_MUTANT_SPLIT_CHUNK_SHORT && p->split_kv) /* GCOVR_EXCL_BR_LINE mutant switch */
-        p->kv_chunk_size -= c->page_size; /* executed chunks one page short of what was counted */ /* GCOVR_EXCL_LINE mutant-only */
+    /* SPLIT_CHUNK_SHORT: executed chunks one page short of what was counted */
+    if (m == SWA_MUTANT_SPLIT_CHUNK_SHORT && p->split_kv) p->kv_chunk_size -= c->page_size;
 
     long long work = 0;
     for (int r = 0; r < num_requests; r++)
@@ -307,9 +286,8 @@ swa_status swa_decode_fa2_plan_build(const swa_case *c, const swa_paged_kv *kv, 
     p->capacity_work = (int)swa_imax(1, (int)work);
     p->capacity_partial_rows = p->split_kv ? p->capacity_work : 0;
     p->capacity_pages = kv->indptr[num_requests] - kv->indptr[0];
-    if ((st = fa2_alloc(p, err)) != SWA_OK) { /* GCOVR_EXCL_BR_LINE out-of-memory */
-        swa_decode_fa2_plan_free(p); /* GCOVR_EXCL_LINE out-of-memory */
-        return st; /* GCOVR_EXCL_LINE out-of-memory */
+    if (fa2_alloc(p, err) == SWA_ERR_NOMEM) {
+        swa_decode_fa2_plan_free(p); return SWA_ERR_NOMEM;
     }
     fa2_fill_batch(p, kv, num_requests, fa2_spare_page(kv), false);
     p->grid_work = p->num_work;
@@ -323,24 +301,24 @@ swa_status swa_decode_fa2_plan_graph(const swa_case *c, const swa_paged_kv *kv, 
 {
     *out = NULL;
     swa_status st = swa_plan_check_case(BACKEND, c, err);
-    if (st == SWA_OK) /* GCOVR_EXCL_BR_LINE defensive */
+    if (SWA_API_GUARD(st == SWA_OK))
         st = swa_decode_check_cache(BACKEND, c, kv, err);
-    if (st != SWA_OK) /* GCOVR_EXCL_BR_LINE defensive */
-        return st; /* GCOVR_EXCL_LINE defensive */
-    if (capture_requests < 1 || capture_requests > graph_max_requests || capture_requests > c->num_requests) /* GCOVR_EXCL_BR_LINE defensive */
-        return swa_error_set(err, SWA_ERR_INVALID, /* GCOVR_EXCL_LINE defensive */
-                             "%s: case %s: CUDA-graph capture batch of %d requests (expected 1..%d, at most " /* GCOVR_EXCL_LINE defensive */
-                             "graph_max_requests %d)", /* GCOVR_EXCL_LINE defensive */
-                             BACKEND, c->id, capture_requests, c->num_requests, graph_max_requests); /* GCOVR_EXCL_LINE defensive */
+    if (SWA_API_GUARD(st != SWA_OK)) return st;
+    if (SWA_API_GUARD(capture_requests < 1 || capture_requests > graph_max_requests ||
+                      capture_requests > c->num_requests))
+        return SWA_API_ERROR(err, SWA_ERR_INVALID,
+                             "%s: case %s: CUDA-graph capture batch of %d requests (expected 1..%d, at most "
+                             "graph_max_requests %d)",
+                             BACKEND, c->id, capture_requests, c->num_requests, graph_max_requests);
     for (int r = 0; r < capture_requests; r++)
-        if (c->kv_len[r] > graph_max_kv_len) /* GCOVR_EXCL_BR_LINE defensive */
-            return swa_error_set(err, SWA_ERR_INVALID, /* GCOVR_EXCL_LINE defensive */
-                                 "%s: case %s: captured request %d has kv_len %d over graph_max_kv_len %d", /* GCOVR_EXCL_LINE defensive */
-                                 BACKEND, c->id, r, c->kv_len[r], graph_max_kv_len); /* GCOVR_EXCL_LINE defensive */
+        if (SWA_API_GUARD(c->kv_len[r] > graph_max_kv_len))
+            return SWA_API_ERROR(err, SWA_ERR_INVALID,
+                                 "%s: case %s: captured request %d has kv_len %d over graph_max_kv_len %d",
+                                 BACKEND, c->id, r, c->kv_len[r], graph_max_kv_len);
     swa_mutant m = swa_plan_mutant(o);
     swa_decode_fa2_plan *p = swa_plan_calloc(1, sizeof *p, BACKEND, err);
-    if (!p) /* GCOVR_EXCL_BR_LINE out-of-memory */
-        return SWA_ERR_NOMEM; /* GCOVR_EXCL_LINE out-of-memory */
+    if (SWA_ALLOC_FAILED(p))
+        return SWA_ERR_NOMEM;
     fa2_fill_shape(p, c, m);
     p->graph = true;
     p->graph_max_requests = graph_max_requests;
@@ -354,9 +332,8 @@ swa_status swa_decode_fa2_plan_graph(const swa_case *c, const swa_paged_kv *kv, 
     if (c->chunk_size > 0) /* a shorter request may sit further into its chunk */
         worst_span = swa_imin(worst_kv, c->chunk_size + c->page_size);
     int *spans = swa_plan_calloc((size_t)graph_max_requests, sizeof(int), BACKEND, err);
-    if (!spans) { /* GCOVR_EXCL_BR_LINE out-of-memory */
-        free(p); /* GCOVR_EXCL_LINE out-of-memory */
-        return SWA_ERR_NOMEM; /* GCOVR_EXCL_LINE out-of-memory */
+    if (SWA_ALLOC_FAILED(spans)) {
+        free(p); return SWA_ERR_NOMEM;
     }
     for (int r = 0; r < graph_max_requests; r++)
         spans[r] = worst_span;
@@ -365,8 +342,7 @@ swa_status swa_decode_fa2_plan_graph(const swa_case *c, const swa_paged_kv *kv, 
     free(spans);
     p->split_kv = chunk > 0;
     p->kv_chunk_size = p->split_kv ? chunk : swa_align_up(worst_kv, c->page_size);
-    if (m == SWA_MUTANT_SPLIT_CHUNK_SHORT && p->split_kv) /* GCOVR_EXCL_BR_LINE mutant switch */
-        p->kv_chunk_size -= c->page_size; /* GCOVR_EXCL_LINE mutant-only */
+    if (m == SWA_MUTANT_SPLIT_CHUNK_SHORT && p->split_kv) p->kv_chunk_size -= c->page_size;
 
     /* Any request's span is at most its kv_len <= graph_max_kv_len. */
     int max_chunks = p->split_kv ? swa_imax(1, swa_ceil_div(worst_kv, chunk)) : 1;
@@ -374,15 +350,14 @@ swa_status swa_decode_fa2_plan_graph(const swa_case *c, const swa_paged_kv *kv, 
     p->capacity_work = graph_max_requests * max_chunks;
     p->capacity_partial_rows = p->split_kv ? p->capacity_work : 0;
     p->capacity_pages = graph_max_requests * swa_ceil_div(worst_kv, c->page_size);
-    if ((st = fa2_alloc(p, err)) != SWA_OK) { /* GCOVR_EXCL_BR_LINE out-of-memory */
-        swa_decode_fa2_plan_free(p); /* GCOVR_EXCL_LINE out-of-memory */
-        return st; /* GCOVR_EXCL_LINE out-of-memory */
+    if (fa2_alloc(p, err) == SWA_ERR_NOMEM) {
+        swa_decode_fa2_plan_free(p); return SWA_ERR_NOMEM;
     }
     fa2_fill_batch(p, kv, capture_requests, fa2_spare_page(kv), false);
     /* The launch grid is a scalar baked into the captured graph: pad it to
      * the capacity so any batch within capacity is fully covered on replay.
      * Mutant GRAPH_CAPTURED_SCALARS keeps the captured batch's num_work. */
-    p->grid_work = m == SWA_MUTANT_GRAPH_CAPTURED_SCALARS ? p->num_work : p->capacity_work; /* GCOVR_EXCL_BR_LINE mutant switch */
+    p->grid_work = m == SWA_MUTANT_GRAPH_CAPTURED_SCALARS ? p->num_work : p->capacity_work;
     *out = p;
     return SWA_OK;
 }
@@ -390,24 +365,24 @@ swa_status swa_decode_fa2_plan_graph(const swa_case *c, const swa_paged_kv *kv, 
 swa_status swa_decode_fa2_graph_update(swa_decode_fa2_plan *p, const swa_paged_kv *kv, int num_requests,
                                        swa_error *err)
 {
-    if (!p->graph) /* GCOVR_EXCL_BR_LINE defensive */
-        return swa_error_set(err, SWA_ERR_INVALID, "%s: graph update on a plan built without CUDA-graph mode", /* GCOVR_EXCL_LINE defensive */
-                             BACKEND); /* GCOVR_EXCL_LINE defensive */
-    if (num_requests < 1 || num_requests > p->capacity_requests || num_requests > kv->num_requests) /* GCOVR_EXCL_BR_LINE defensive */
-        return swa_error_set(err, SWA_ERR_INVALID, /* GCOVR_EXCL_LINE defensive */
-                             "%s: CUDA-graph update to %d requests exceeds the captured capacity of %d requests", /* GCOVR_EXCL_LINE defensive */
-                             BACKEND, num_requests, p->capacity_requests); /* GCOVR_EXCL_LINE defensive */
+    if (SWA_API_GUARD(!p->graph))
+        return SWA_API_ERROR(err, SWA_ERR_INVALID, "%s: graph update on a plan built without CUDA-graph mode",
+                             BACKEND);
+    if (SWA_API_GUARD(num_requests < 1 || num_requests > p->capacity_requests || num_requests > kv->num_requests))
+        return SWA_API_ERROR(err, SWA_ERR_INVALID,
+                             "%s: CUDA-graph update to %d requests exceeds the captured capacity of %d requests",
+                             BACKEND, num_requests, p->capacity_requests);
     int pages = kv->indptr[num_requests] - kv->indptr[0];
     for (int r = 0; r < num_requests; r++) {
         int kv_len = swa_paged_kv_len(kv->indptr[r + 1] - kv->indptr[r], kv->page_size, kv->last_page_len[r]);
-        if (kv_len > p->graph_max_kv_len) /* GCOVR_EXCL_BR_LINE defensive */
-            return swa_error_set(err, SWA_ERR_INVALID, /* GCOVR_EXCL_LINE defensive */
-                                 "%s: CUDA-graph update: request %d has kv_len %d over graph_max_kv_len %d", /* GCOVR_EXCL_LINE defensive */
-                                 BACKEND, r, kv_len, p->graph_max_kv_len); /* GCOVR_EXCL_LINE defensive */
+        if (SWA_API_GUARD(kv_len > p->graph_max_kv_len))
+            return SWA_API_ERROR(err, SWA_ERR_INVALID,
+                                 "%s: CUDA-graph update: request %d has kv_len %d over graph_max_kv_len %d",
+                                 BACKEND, r, kv_len, p->graph_max_kv_len);
     }
-    if (pages > p->capacity_pages) /* GCOVR_EXCL_BR_LINE defensive */
-        return swa_error_set(err, SWA_ERR_INVALID, "%s: CUDA-graph update needs %d pages, capacity %d", BACKEND, /* GCOVR_EXCL_LINE defensive */
-                             pages, p->capacity_pages); /* GCOVR_EXCL_LINE defensive */
+    if (SWA_API_GUARD(pages > p->capacity_pages))
+        return SWA_API_ERROR(err, SWA_ERR_INVALID, "%s: CUDA-graph update needs %d pages, capacity %d", BACKEND,
+                             pages, p->capacity_pages);
     /* Mutant GRAPH_STALE_PARTIAL_OFFSETS: the replay refresh rewrites the
      * work list and page table but not the per-request partial offsets,
      * which keep the captured batch's layout */
@@ -417,12 +392,12 @@ swa_status swa_decode_fa2_graph_update(swa_decode_fa2_plan *p, const swa_paged_k
 
 swa_status swa_decode_fa2_graph_copy(swa_decode_fa2_plan *dst, const swa_decode_fa2_plan *src, swa_error *err)
 {
-    if (!dst->graph || !src->graph || dst->capacity_work != src->capacity_work || /* GCOVR_EXCL_BR_LINE defensive */
-        dst->capacity_requests != src->capacity_requests || dst->capacity_pages != src->capacity_pages || /* GCOVR_EXCL_BR_LINE defensive */
-        dst->kv_chunk_size != src->kv_chunk_size || dst->split_kv != src->split_kv) /* GCOVR_EXCL_BR_LINE defensive */
-        return swa_error_set(err, SWA_ERR_INVALID, /* GCOVR_EXCL_LINE defensive */
-                             "%s: CUDA-graph buffer update between plans of different capacity or chunking", /* GCOVR_EXCL_LINE defensive */
-                             BACKEND); /* GCOVR_EXCL_LINE defensive */
+    if (SWA_API_GUARD(!dst->graph || !src->graph || dst->capacity_work != src->capacity_work ||
+                      dst->capacity_requests != src->capacity_requests || dst->capacity_pages != src->capacity_pages ||
+                      dst->kv_chunk_size != src->kv_chunk_size || dst->split_kv != src->split_kv))
+        return SWA_API_ERROR(err, SWA_ERR_INVALID,
+                             "%s: CUDA-graph buffer update between plans of different capacity or chunking",
+                             BACKEND);
     dst->num_requests = src->num_requests;
     dst->num_work = src->num_work;
     dst->total_partial_rows = src->total_partial_rows;
@@ -441,17 +416,16 @@ swa_status swa_decode_fa2_graph_copy(swa_decode_fa2_plan *dst, const swa_decode_
 
 static const char *fa2_supports(const swa_case *c, const swa_device_ops *dev, char *buf, size_t n)
 {
-    if (dev && !dev->decode_fa2) /* GCOVR_EXCL_BR_LINE device-table */
-        return swa_device_lacks(dev, BACKEND, "decode_fa2 executor", buf, n); /* GCOVR_EXCL_LINE device-table */
-    if (dev && c->cuda_graph && !dev->decode_fa2_graph) /* GCOVR_EXCL_BR_LINE device-table */
-        return swa_device_lacks(dev, BACKEND, "CUDA-graph mode", buf, n); /* GCOVR_EXCL_LINE device-table */
+    if (dev && !dev->decode_fa2)
+        return swa_device_lacks(dev, BACKEND, "decode_fa2 executor", buf, n);
+    if (dev && c->cuda_graph && !dev->decode_fa2_graph)
+        return swa_device_lacks(dev, BACKEND, "CUDA-graph mode", buf, n);
     return swa_plan_decode_supports(BACKEND, c, buf, n);
 }
 
 static void fa2_state_free(fa2_state *s)
 {
-    if (!s) /* GCOVR_EXCL_BR_LINE api-only */
-        return; /* GCOVR_EXCL_LINE api-only */
+    if (SWA_API_GUARD(!s)) return;
     swa_decode_fa2_plan_free(s->plan);
     swa_decode_fa2_plan_free(s->captured);
     free(s);
@@ -472,8 +446,7 @@ static swa_status fa2_plan_padded_graph(const swa_case *c, const swa_inputs *in,
         max_kv = swa_imax(max_kv, c->kv_len[r]);
     const swa_paged_kv *kv = &in->paged;
     swa_status st = swa_decode_check_cache(BACKEND, c, kv, err);
-    if (st != SWA_OK) /* GCOVR_EXCL_BR_LINE defensive */
-        return st; /* GCOVR_EXCL_LINE defensive */
+    if (SWA_API_GUARD(st != SWA_OK)) return st;
     swa_case pc = *c; /* the captured batch: n placeholder requests */
     swa_paged_kv pkv = *kv;
     pc.num_requests = pkv.num_requests = n;
@@ -482,7 +455,7 @@ static swa_status fa2_plan_padded_graph(const swa_case *c, const swa_inputs *in,
     pkv.indptr = swa_plan_calloc((size_t)n + 1, sizeof(int), BACKEND, err);
     pkv.indices = swa_plan_calloc((size_t)n, sizeof(int), BACKEND, err);
     pkv.last_page_len = swa_plan_calloc((size_t)n, sizeof(int), BACKEND, err);
-    if (pc.qo_len && pc.kv_len && pkv.indptr && pkv.indices && pkv.last_page_len) { /* GCOVR_EXCL_BR_LINE out-of-memory */
+    if (!SWA_ALLOC_FAILED(pc.qo_len, pc.kv_len, pkv.indptr, pkv.indices, pkv.last_page_len)) {
         int spare = fa2_spare_page(kv);
         for (int r = 0; r < n; r++) {
             pc.qo_len[r] = pc.kv_len[r] = 1;
@@ -491,12 +464,12 @@ static swa_status fa2_plan_padded_graph(const swa_case *c, const swa_inputs *in,
             pkv.last_page_len[r] = 1;
         }
         st = swa_decode_fa2_plan_graph(&pc, &pkv, n, n, max_kv, o, &s->captured, err);
-        if (st == SWA_OK) /* GCOVR_EXCL_BR_LINE defensive */
+        if (SWA_API_GUARD(st == SWA_OK))
             st = swa_decode_fa2_plan_graph(&pc, &pkv, n, n, max_kv, o, &s->plan, err);
-        if (st == SWA_OK) /* the replay: the live requests */ /* GCOVR_EXCL_BR_LINE defensive */
+        if (SWA_API_GUARD(st == SWA_OK)) /* the replay: the live requests */
             st = swa_decode_fa2_graph_update(s->plan, kv, c->num_requests, err);
     } else {
-        st = SWA_ERR_NOMEM; /* GCOVR_EXCL_LINE out-of-memory */
+        st = SWA_ERR_NOMEM;
     }
     free(pc.qo_len);
     free(pc.kv_len);
@@ -511,12 +484,12 @@ static swa_status fa2_plan(const swa_case *c, const swa_inputs *in, const swa_pl
 {
     *plan = NULL;
     char why[256];
-    if (fa2_supports(c, o ? o->device : NULL, why, sizeof why)) /* GCOVR_EXCL_BR_LINE api-only */
-        return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s", why); /* GCOVR_EXCL_LINE api-only */
+    if (fa2_supports(c, o ? o->device : NULL, why, sizeof why))
+        return SWA_API_ERROR(err, SWA_ERR_UNSUPPORTED, "%s", why);
     fa2_state *s = swa_plan_calloc(1, sizeof *s, BACKEND, err);
-    if (!s) /* GCOVR_EXCL_BR_LINE out-of-memory */
-        return SWA_ERR_NOMEM; /* GCOVR_EXCL_LINE out-of-memory */
-    s->device = o ? o->device : NULL; /* GCOVR_EXCL_BR_LINE api-only */
+    if (SWA_ALLOC_FAILED(s))
+        return SWA_ERR_NOMEM;
+    s->device = o ? o->device : NULL;
     swa_status st;
     if (c->cuda_graph && c->graph_capture_requests > c->num_requests) {
         st = fa2_plan_padded_graph(c, in, o, s, err);
@@ -528,30 +501,27 @@ static swa_status fa2_plan(const swa_case *c, const swa_inputs *in, const swa_pl
          * graph's worst case is the full batch at its longest request */
         st = swa_decode_fa2_plan_graph(c, &in->paged, c->graph_capture_requests, c->num_requests, max_kv, o,
                                        &s->captured, err);
-        if (st == SWA_OK) /* GCOVR_EXCL_BR_LINE defensive */
+        if (SWA_API_GUARD(st == SWA_OK))
             st = swa_decode_fa2_plan_graph(c, &in->paged, c->graph_capture_requests, c->num_requests, max_kv, o,
                                            &s->plan, err);
-        if (st == SWA_OK) /* GCOVR_EXCL_BR_LINE defensive */
+        if (SWA_API_GUARD(st == SWA_OK))
             st = swa_decode_fa2_graph_update(s->plan, &in->paged, c->num_requests, err);
     } else {
         st = swa_decode_fa2_plan_build(c, &in->paged, c->num_requests, o, &s->plan, err);
     }
-    if (st != SWA_OK) { /* GCOVR_EXCL_BR_LINE defensive */
-        fa2_state_free(s); /* GCOVR_EXCL_LINE defensive */
-        return st; /* GCOVR_EXCL_LINE defensive */
-    }
+    if (SWA_API_GUARD(st != SWA_OK)) { fa2_state_free(s); return st; }
     *plan = s;
     return SWA_OK;
 }
 
 const swa_decode_fa2_plan *swa_decode_fa2_plan_of(const void *backend_plan)
 {
-    return backend_plan ? ((const fa2_state *)backend_plan)->plan : NULL; /* GCOVR_EXCL_BR_LINE api-only */
+    return backend_plan ? ((const fa2_state *)backend_plan)->plan : NULL;
 }
 
 const swa_decode_fa2_plan *swa_decode_fa2_captured_of(const void *backend_plan)
 {
-    return backend_plan ? ((const fa2_state *)backend_plan)->captured : NULL; /* GCOVR_EXCL_BR_LINE api-only */
+    return backend_plan ? ((const fa2_state *)backend_plan)->captured : NULL;
 }
 
 static double fa2_run_lse_base(const void *plan, const swa_run_opts *r) { return 2.0; }
@@ -560,23 +530,23 @@ static swa_status fa2_run(void *plan, void *dev_inputs, const swa_run_opts *r, c
                           swa_error *err)
 {
     fa2_state *s = plan;
-    if (r && r->window_left_set && r->window_left != s->plan->window_left) /* GCOVR_EXCL_BR_LINE api-only */
-        return swa_error_set(err, SWA_ERR_INVALID, /* GCOVR_EXCL_LINE api-only */
-                             "%s: plan/run mismatch: planned window_left=%d, run window_left=%d; plan again " /* GCOVR_EXCL_LINE api-only */
-                             "with the window the run uses", /* GCOVR_EXCL_LINE api-only */
-                             BACKEND, s->plan->window_left, r->window_left); /* GCOVR_EXCL_LINE api-only */
-    if (!s->device) /* GCOVR_EXCL_BR_LINE api-only */
-        return swa_error_set(err, SWA_ERR_INVALID, "%s: the plan has no device to run on", BACKEND); /* GCOVR_EXCL_LINE api-only */
-    bool write_lse = r && r->return_lse && o->lse; /* GCOVR_EXCL_BR_LINE api-only */
+    if (r && r->window_left_set && r->window_left != s->plan->window_left)
+        return SWA_API_ERROR(err, SWA_ERR_INVALID,
+                             "%s: plan/run mismatch: planned window_left=%d, run window_left=%d; plan again "
+                             "with the window the run uses",
+                             BACKEND, s->plan->window_left, r->window_left);
+    if (SWA_API_GUARD(!s->device))
+        return SWA_API_ERROR(err, SWA_ERR_INVALID, "%s: the plan has no device to run on", BACKEND);
+    bool write_lse = r && r->return_lse && o->lse;
     if (s->captured) {
-        if (!s->device->decode_fa2_graph) /* GCOVR_EXCL_BR_LINE device-table */
-            return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s: device %s has no CUDA-graph mode", BACKEND, /* GCOVR_EXCL_LINE device-table */
-                                 s->device->name); /* GCOVR_EXCL_LINE device-table */
+        if (SWA_API_GUARD(!s->device->decode_fa2_graph))
+            return SWA_API_ERROR(err, SWA_ERR_UNSUPPORTED, "%s: device %s has no CUDA-graph mode", BACKEND,
+                                 s->device->name);
         return s->device->decode_fa2_graph(s->captured, s->plan, dev_inputs, o, write_lse, err);
     }
-    if (!s->device->decode_fa2) /* GCOVR_EXCL_BR_LINE device-table */
-        return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s", swa_device_lacks(s->device, BACKEND, "decode_fa2 executor", /* GCOVR_EXCL_LINE device-table */
-                                                                              (char[160]){0}, 160)); /* GCOVR_EXCL_LINE device-table */
+    if (SWA_API_GUARD(!s->device->decode_fa2))
+        return SWA_API_ERROR(err, SWA_ERR_UNSUPPORTED, "%s", swa_device_lacks(s->device, BACKEND, "decode_fa2 executor",
+                                                                              (char[160]){0}, 160));
     return s->device->decode_fa2(s->plan, dev_inputs, o, write_lse, err);
 }
 

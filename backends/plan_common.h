@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/guards.h"
 
 /* The host device emulates an H200; also the fallback when no device is
  * known at plan time (tests that only plan). */

@@ -9,23 +9,11 @@
  * LSE_MERGE_DROPPED when some request has more keys than one KV tile, so
  * the mutants have something to break.
  * Tested by tests/test_plan_prefill.c and tests/test_host_prefill.c. */
-/* Coverage (ci/coverage.sh counts what `swadiff run --device host cases`
- * reaches; the GCOVR_EXCL markers below leave out, each tagged with why):
- *  - "mutant-only" / "mutant switch": taken only under a mutant; run cases
- *    runs none, `swadiff selftest` (ci/run-tests.sh stage 2) runs them all;
- *  - "out-of-memory": an allocation failed; no case makes malloc fail;
- *  - "device-table": a device table without this executor; the host, CUDA
- *    and HIP tables fill every one;
- *  - "defensive": a check against arguments the harness and planners always
- *    build consistently (the case re-checked after the loader validated it,
- *    the cache against the case, a graph update against the captured
- *    capacity, the host executor's inputs); no case can make them disagree.
- *  - "api-only": the backend table's handling of calls the harness never
- *    makes (NULL plan or run options, a plan without a device, a run whose
- *    window_left or return_lse differs from the plan's, plan() of a case
- *    supports() refused, free(NULL), a prefill run without LSE): reachable
- *    from C only; tests/test_backend_options.c exercises each of them.
- * Nothing a case can reach is marked: a case reaches it or it counts. */
+/* Coverage: what no case reaches (mutant switches, allocation failures,
+ * guards against calls the harness never makes: backends/guards.h) is left
+ * out by the patterns of ci/coverage.sh, which says why; the exclusion
+ * markers below are the few places no pattern can tell, each with its
+ * reason. */
 #include "backends/prefill.h"
 
 #include "backends/attn_primitives.h"
@@ -72,9 +60,9 @@ static int prefill_choose_chunk(const swa_case *c, const int *tiles, int cta_til
     int max_kv = 0;
     for (int r = 0; r < c->num_requests; r++)
         max_kv = swa_imax(max_kv, c->kv_len[r]);
-    if ((m == SWA_MUTANT_SPLIT_LAST_CHUNK_DROPPED || m == SWA_MUTANT_LSE_MERGE_DROPPED) && /* GCOVR_EXCL_BR_LINE mutant switch */
+    if ((m == SWA_MUTANT_SPLIT_LAST_CHUNK_DROPPED || m == SWA_MUTANT_LSE_MERGE_DROPPED) &&
         max_kv > cta_tile_kv)
-        return swa_align_up(swa_ceil_div(max_kv, 2), cta_tile_kv); /* GCOVR_EXCL_LINE mutant-only */
+        return swa_align_up(swa_ceil_div(max_kv, 2), cta_tile_kv); /* GCOVR_EXCL_LINE mutant-only: the forced split */
 
     int min_chunk = 4 * cta_tile_kv;
     if (split < 0)
@@ -110,13 +98,17 @@ static void prefill_plan_release(swa_prefill_plan *p)
     free(p->req_partial_offset);
 }
 
-void swa_prefill_plan_free(swa_prefill_plan *p) /* GCOVR_EXCL_LINE defensive */
-{ /* GCOVR_EXCL_LINE defensive */
-    if (!p) /* GCOVR_EXCL_LINE defensive */
-        return; /* GCOVR_EXCL_LINE defensive */
-    prefill_plan_release(p); /* GCOVR_EXCL_LINE defensive */
-    free(p); /* GCOVR_EXCL_LINE defensive */
+/* GCOVR_EXCL_START: no run calls it (prefill_plan moves the arrays into its
+ * state and frees them with prefill_plan_release); only a C caller of
+ * swa_prefill_plan_build and that function's failure path do. */
+void swa_prefill_plan_free(swa_prefill_plan *p)
+{
+    if (!p)
+        return;
+    prefill_plan_release(p);
+    free(p);
 }
+/* GCOVR_EXCL_STOP */
 
 static swa_status prefill_fill(const swa_case *c, const swa_plan_opts *o, swa_prefill_plan *p, swa_error *err)
 {
@@ -135,14 +127,14 @@ static swa_status prefill_fill(const swa_case *c, const swa_plan_opts *o, swa_pr
     p->sm_scale = swa_plan_sm_scale(c);
     p->soft_cap = (float)c->soft_cap;
     p->mutant = m;
-    if (m == SWA_MUTANT_MASK_COMPILED_OUT) { /* GCOVR_EXCL_BR_LINE mutant switch */
+    if (m == SWA_MUTANT_MASK_COMPILED_OUT) {
         /* seed 000: planned without window_left, so the variant is compiled
          * without the sliding-window mask; the run-time window survives only
          * in the KV-start skip. */
-        p->window_left = -1; /* GCOVR_EXCL_LINE mutant-only */
-        p->mask_window = false; /* GCOVR_EXCL_LINE mutant-only */
-        p->run_window_left = c->window_left; /* GCOVR_EXCL_LINE mutant-only */
-    } else {
+        p->window_left = -1; /* GCOVR_EXCL_START mutant-only */
+        p->mask_window = false;
+        p->run_window_left = c->window_left;
+    } else { /* GCOVR_EXCL_STOP */
         p->window_left = c->window_left;
         p->mask_window = c->window_left >= 0 || (!c->causal && c->window_right >= 0) || c->chunk_size > 0;
         p->run_window_left = c->window_left;
@@ -151,13 +143,13 @@ static swa_status prefill_fill(const swa_case *c, const swa_plan_opts *o, swa_pr
     p->window_right = c->causal ? 0 : c->window_right;
     p->chunk_size = c->chunk_size;
 
-    if (!(p->qo_indptr = swa_plan_calloc((size_t)B + 1, sizeof(int), BACKEND, err)) || /* GCOVR_EXCL_BR_LINE out-of-memory */
-        !(p->kv_indptr = swa_plan_calloc((size_t)B + 1, sizeof(int), BACKEND, err)) || /* GCOVR_EXCL_BR_LINE out-of-memory */
-        !(p->qo_len = swa_plan_calloc((size_t)B, sizeof(int), BACKEND, err)) || /* GCOVR_EXCL_BR_LINE out-of-memory */
-        !(p->kv_len = swa_plan_calloc((size_t)B, sizeof(int), BACKEND, err)) || /* GCOVR_EXCL_BR_LINE out-of-memory */
-        !(p->req_num_chunks = swa_plan_calloc((size_t)B, sizeof(int), BACKEND, err)) || /* GCOVR_EXCL_BR_LINE out-of-memory */
-        !(p->req_partial_offset = swa_plan_calloc((size_t)B, sizeof(int), BACKEND, err))) /* GCOVR_EXCL_BR_LINE out-of-memory */
-        return SWA_ERR_NOMEM; /* GCOVR_EXCL_LINE out-of-memory */
+    if (!(p->qo_indptr = swa_plan_calloc((size_t)B + 1, sizeof(int), BACKEND, err)) ||
+        !(p->kv_indptr = swa_plan_calloc((size_t)B + 1, sizeof(int), BACKEND, err)) ||
+        !(p->qo_len = swa_plan_calloc((size_t)B, sizeof(int), BACKEND, err)) ||
+        !(p->kv_len = swa_plan_calloc((size_t)B, sizeof(int), BACKEND, err)) ||
+        !(p->req_num_chunks = swa_plan_calloc((size_t)B, sizeof(int), BACKEND, err)) ||
+        !(p->req_partial_offset = swa_plan_calloc((size_t)B, sizeof(int), BACKEND, err)))
+        return SWA_ERR_NOMEM;
 
     long long packed_total = 0;
     for (int r = 0; r < B; r++) {
@@ -173,8 +165,8 @@ static swa_status prefill_fill(const swa_case *c, const swa_plan_opts *o, swa_pr
     p->cta_tile_kv = swa_prefill_cta_tile_kv(c->head_dim);
 
     int *tiles = swa_plan_calloc((size_t)B, sizeof(int), BACKEND, err);
-    if (!tiles) /* GCOVR_EXCL_BR_LINE out-of-memory */
-        return SWA_ERR_NOMEM; /* GCOVR_EXCL_LINE out-of-memory */
+    if (SWA_ALLOC_FAILED(tiles))
+        return SWA_ERR_NOMEM;
     for (int r = 0; r < B; r++)
         tiles[r] = swa_ceil_div(c->qo_len[r] * p->group_size, p->cta_tile_q);
     int chunk = prefill_choose_chunk(c, tiles, p->cta_tile_kv, swa_plan_target_sms(o), o ? o->split : 0, m);
@@ -186,8 +178,8 @@ static swa_status prefill_fill(const swa_case *c, const swa_plan_opts *o, swa_pr
         int chunks = 1;
         if (p->split_kv) {
             chunks = swa_imax(1, swa_ceil_div(c->kv_len[r], chunk));
-            if (m == SWA_MUTANT_SPLIT_LAST_CHUNK_DROPPED) /* GCOVR_EXCL_BR_LINE mutant switch */
-                chunks = c->kv_len[r] / chunk; /* rounded down: the partial chunk is lost */ /* GCOVR_EXCL_LINE mutant-only */
+            /* SPLIT_LAST_CHUNK_DROPPED: rounded down, the partial chunk is lost */
+            if (m == SWA_MUTANT_SPLIT_LAST_CHUNK_DROPPED) chunks = c->kv_len[r] / chunk;
         }
         p->req_num_chunks[r] = chunks;
         p->req_partial_offset[r] = p->split_kv ? (int)partial_rows : 0;
@@ -195,18 +187,16 @@ static swa_status prefill_fill(const swa_case *c, const swa_plan_opts *o, swa_pr
             partial_rows += (long long)chunks * c->qo_len[r];
         num_work += (long long)tiles[r] * chunks;
     }
-    if (num_work > 0x7fffffff || partial_rows > 0x7fffffff) { /* GCOVR_EXCL_BR_LINE defensive */
-        free(tiles); /* GCOVR_EXCL_LINE defensive */
-        return swa_error_set(err, SWA_ERR_INVALID, "%s: case %s needs %lld work items (over the int range)", /* GCOVR_EXCL_LINE defensive */
-                             BACKEND, c->id, num_work); /* GCOVR_EXCL_LINE defensive */
+    if (SWA_API_GUARD(num_work > 0x7fffffff || partial_rows > 0x7fffffff)) {
+        free(tiles); return SWA_API_ERROR(err, SWA_ERR_INVALID, "%s: case %s needs %lld work items (over "
+                                          "the int range)", BACKEND, c->id, num_work);
     }
     p->num_work = (int)num_work;
     p->total_partial_rows = (int)partial_rows;
-    if (!(p->work_request = swa_plan_calloc((size_t)num_work, sizeof(int), BACKEND, err)) || /* GCOVR_EXCL_BR_LINE out-of-memory */
-        !(p->work_qo_tile = swa_plan_calloc((size_t)num_work, sizeof(int), BACKEND, err)) || /* GCOVR_EXCL_BR_LINE out-of-memory */
-        !(p->work_kv_chunk = swa_plan_calloc((size_t)num_work, sizeof(int), BACKEND, err))) { /* GCOVR_EXCL_BR_LINE out-of-memory */
-        free(tiles); /* GCOVR_EXCL_LINE out-of-memory */
-        return SWA_ERR_NOMEM; /* GCOVR_EXCL_LINE out-of-memory */
+    if (!(p->work_request = swa_plan_calloc((size_t)num_work, sizeof(int), BACKEND, err)) ||
+        !(p->work_qo_tile = swa_plan_calloc((size_t)num_work, sizeof(int), BACKEND, err)) ||
+        !(p->work_kv_chunk = swa_plan_calloc((size_t)num_work, sizeof(int), BACKEND, err))) {
+        free(tiles); return SWA_ERR_NOMEM;
     }
     int w = 0;
     for (int r = 0; r < B; r++)
@@ -225,19 +215,16 @@ swa_status swa_prefill_plan_build(const swa_case *c, const swa_plan_opts *o, swa
 {
     *out = NULL;
     swa_status st = swa_plan_check_case(BACKEND, c, err);
-    if (st != SWA_OK) /* GCOVR_EXCL_BR_LINE defensive */
-        return st; /* GCOVR_EXCL_LINE defensive */
-    if (c->kv_mode == SWA_KV_PAGED && c->page_size < 1) /* GCOVR_EXCL_BR_LINE defensive */
-        return swa_error_set(err, SWA_ERR_INVALID, "%s: case %s has page_size %d (expected >= 1)", BACKEND, /* GCOVR_EXCL_LINE defensive */
-                             c->id, c->page_size); /* GCOVR_EXCL_LINE defensive */
+    if (SWA_API_GUARD(st != SWA_OK)) return st;
+    if (c->kv_mode == SWA_KV_PAGED &&
+        SWA_API_GUARD(c->page_size < 1))
+        return SWA_API_ERROR(err, SWA_ERR_INVALID, "%s: case %s has page_size %d (expected >= 1)", BACKEND,
+                             c->id, c->page_size);
     swa_prefill_plan *p = swa_plan_calloc(1, sizeof *p, BACKEND, err);
-    if (!p) /* GCOVR_EXCL_BR_LINE out-of-memory */
-        return SWA_ERR_NOMEM; /* GCOVR_EXCL_LINE out-of-memory */
+    if (SWA_ALLOC_FAILED(p))
+        return SWA_ERR_NOMEM;
     st = prefill_fill(c, o, p, err);
-    if (st != SWA_OK) { /* GCOVR_EXCL_BR_LINE defensive */
-        swa_prefill_plan_free(p); /* GCOVR_EXCL_LINE defensive */
-        return st; /* GCOVR_EXCL_LINE defensive */
-    }
+    if (SWA_API_GUARD(st != SWA_OK)) { swa_prefill_plan_free(p); return st; }
     *out = p;
     return SWA_OK;
 }
@@ -248,8 +235,8 @@ swa_status swa_prefill_plan_build(const swa_case *c, const swa_plan_opts *o, swa
 static const char *prefill_supports(const swa_case *c, const swa_device_ops *dev, char *buf, size_t n)
 {
     const char *why;
-    if (dev && !dev->prefill) /* GCOVR_EXCL_BR_LINE device-table */
-        return swa_device_lacks(dev, BACKEND, "prefill executor", buf, n); /* GCOVR_EXCL_LINE device-table */
+    if (dev && !dev->prefill)
+        return swa_device_lacks(dev, BACKEND, "prefill executor", buf, n);
     if ((why = swa_plan_dtype_reason(BACKEND, c, buf, n)) || (why = swa_plan_head_dim_reason(BACKEND, c, buf, n)))
         return why;
     if (c->cuda_graph) {
@@ -265,24 +252,21 @@ static swa_status prefill_plan(const swa_case *c, const swa_inputs *in, const sw
 {
     *plan = NULL;
     prefill_state *s = swa_plan_calloc(1, sizeof *s, BACKEND, err);
-    if (!s) /* GCOVR_EXCL_BR_LINE out-of-memory */
-        return SWA_ERR_NOMEM; /* GCOVR_EXCL_LINE out-of-memory */
+    if (SWA_ALLOC_FAILED(s))
+        return SWA_ERR_NOMEM;
     swa_prefill_plan *p;
     swa_status st = swa_prefill_plan_build(c, o, &p, err);
-    if (st != SWA_OK) { /* GCOVR_EXCL_BR_LINE defensive */
-        free(s); /* GCOVR_EXCL_LINE defensive */
-        return st; /* GCOVR_EXCL_LINE defensive */
-    }
+    if (SWA_API_GUARD(st != SWA_OK)) { free(s); return st; }
     s->plan = *p;
     free(p); /* the arrays moved into s->plan */
-    s->device = o ? o->device : NULL; /* GCOVR_EXCL_BR_LINE api-only */
+    s->device = o ? o->device : NULL;
     *plan = s;
     return SWA_OK;
 }
 
 const swa_prefill_plan *swa_prefill_plan_of(const void *backend_plan)
 {
-    return backend_plan ? &((const prefill_state *)backend_plan)->plan : NULL; /* GCOVR_EXCL_BR_LINE api-only */
+    return backend_plan ? &((const prefill_state *)backend_plan)->plan : NULL;
 }
 
 static double prefill_run_lse_base(const void *plan, const swa_run_opts *r) { return 2.0; }
@@ -292,34 +276,36 @@ static swa_status prefill_run(void *plan, void *dev_inputs, const swa_run_opts *
 {
     prefill_state *s = plan;
     swa_prefill_plan run_plan = s->plan;
-    if (r && r->window_left_set && r->window_left != s->plan.window_left) { /* GCOVR_EXCL_BR_LINE api-only */
-        if (s->plan.mutant == SWA_MUTANT_MASK_COMPILED_OUT) { /* GCOVR_EXCL_LINE mutant-only */
+    if (r && r->window_left_set && r->window_left != s->plan.window_left) {
+        /* GCOVR_EXCL_START: a run whose window differs from the plan's, and
+         * the mutant's overwrite under it: the harness runs a plan with its
+         * own window (tests/test_backend_options.c runs one with another) */
+        if (s->plan.mutant == SWA_MUTANT_MASK_COMPILED_OUT) {
             /* seed 000: the run-time window silently overwrites the planned
              * one and reaches only the KV-start skip. */
-            run_plan.run_window_left = r->window_left; /* GCOVR_EXCL_LINE mutant-only */
+            run_plan.run_window_left = r->window_left;
         } else {
-            return swa_error_set(err, SWA_ERR_INVALID, /* GCOVR_EXCL_LINE api-only */
-                                 "%s: plan/run mismatch: planned window_left=%d, run window_left=%d; the " /* GCOVR_EXCL_LINE api-only */
-                                 "per-element window mask is compiled from the planned window, so plan " /* GCOVR_EXCL_LINE api-only */
-                                 "again with the window the run uses", /* GCOVR_EXCL_LINE api-only */
-                                 BACKEND, s->plan.window_left, r->window_left); /* GCOVR_EXCL_LINE api-only */
+            return SWA_API_ERROR(err, SWA_ERR_INVALID,
+                                 "%s: plan/run mismatch: planned window_left=%d, run window_left=%d; the "
+                                 "per-element window mask is compiled from the planned window, so plan "
+                                 "again with the window the run uses",
+                                 BACKEND, s->plan.window_left, r->window_left);
         }
-    }
-    if (!s->device) /* GCOVR_EXCL_BR_LINE api-only */
-        return swa_error_set(err, SWA_ERR_INVALID, "%s: the plan has no device to run on (plan with " /* GCOVR_EXCL_LINE api-only */
-                             "swa_plan_opts.device set)", BACKEND); /* GCOVR_EXCL_LINE api-only */
-    if (!s->device->prefill) /* GCOVR_EXCL_BR_LINE device-table */
-        return swa_error_set(err, SWA_ERR_UNSUPPORTED, "%s", /* GCOVR_EXCL_LINE device-table */
-                             swa_device_lacks(s->device, BACKEND, "prefill executor", (char[160]){0}, 160)); /* GCOVR_EXCL_LINE device-table */
-    bool write_lse = r && r->return_lse && o->lse; /* GCOVR_EXCL_BR_LINE api-only */
+    } /* GCOVR_EXCL_STOP */
+    if (SWA_API_GUARD(!s->device))
+        return SWA_API_ERROR(err, SWA_ERR_INVALID, "%s: the plan has no device to run on (plan with "
+                             "swa_plan_opts.device set)", BACKEND);
+    if (SWA_API_GUARD(!s->device->prefill))
+        return SWA_API_ERROR(err, SWA_ERR_UNSUPPORTED, "%s",
+                             swa_device_lacks(s->device, BACKEND, "prefill executor", (char[160]){0}, 160));
+    bool write_lse = r && r->return_lse && o->lse;
     return s->device->prefill(&run_plan, dev_inputs, o, write_lse, err);
 }
 
 static void prefill_free(void *plan)
 {
     prefill_state *s = plan;
-    if (!s) /* GCOVR_EXCL_BR_LINE api-only */
-        return; /* GCOVR_EXCL_LINE api-only */
+    if (SWA_API_GUARD(!s)) return;
     prefill_plan_release(&s->plan);
     free(s);
 }

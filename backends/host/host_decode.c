@@ -17,53 +17,47 @@
  * With max_num_partitions == 1 the kernel writes out directly (no reduce),
  * as PA v1 does.
  * Tested by tests/test_host_decode.c. */
-/* Coverage (ci/coverage.sh counts what `swadiff run --device host cases`
- * reaches; the GCOVR_EXCL markers below leave out, each tagged with why):
- *  - "mutant-only" / "mutant switch": taken only under a mutant; run cases
- *    runs none, `swadiff selftest` (ci/run-tests.sh stage 2) runs them all;
- *  - "out-of-memory": an allocation failed; no case makes malloc fail;
- *  - "device-table": a device table without this executor; the host, CUDA
- *    and HIP tables fill every one;
- *  - "defensive": a check against arguments the harness and planners always
- *    build consistently (the case re-checked after the loader validated it,
- *    the cache against the case, a graph update against the captured
- *    capacity, the host executor's inputs); no case can make them disagree.
- *  - "api-only": the backend table's handling of calls the harness never
- *    makes (NULL plan or run options, a plan without a device, a run whose
- *    window_left or return_lse differs from the plan's, plan() of a case
- *    supports() refused, free(NULL), a prefill run without LSE): reachable
- *    from C only; tests/test_backend_options.c exercises each of them.
- * Nothing a case can reach is marked: a case reaches it or it counts. */
+/* Coverage: what no case reaches (mutant switches, allocation failures,
+ * guards against calls the harness never makes: backends/guards.h) is left
+ * out by the patterns of ci/coverage.sh, which says why; the exclusion
+ * markers below are the few places no pattern can tell, each with its
+ * reason. */
 #include "backends/host/host_attend.h"
 #include "backends/host/host_device.h"
 
 #include <signal.h>
 #include <stdio.h>
 
+#include "backends/guards.h"
+
 #define HOST_FA2_TILE 32
 
 /* Mutant OOB_WRITE: one element written just past the end of out, where the
- * harness keeps its guard bytes (only when a guard exists to absorb it). */
-static void host_oob_write(const swa_out_args *o, swa_dtype dtype) /* GCOVR_EXCL_LINE mutant-only */
-{ /* GCOVR_EXCL_LINE mutant-only */
-    size_t esize = swa_dtype_size(dtype); /* GCOVR_EXCL_LINE mutant-only */
-    if (o->guard_bytes < esize) /* GCOVR_EXCL_LINE mutant-only */
-        return; /* GCOVR_EXCL_LINE mutant-only */
-    memset((char *)o->out + o->out_bytes, (uint8_t)~o->guard_pattern, esize); /* GCOVR_EXCL_LINE mutant-only */
-} /* GCOVR_EXCL_LINE mutant-only */
+ * harness keeps its guard bytes (only when a guard exists to absorb it).
+ * GCOVR_EXCL_START mutant-only: only that mutant calls it */
+static void host_oob_write(const swa_out_args *o, swa_dtype dtype)
+{
+    size_t esize = swa_dtype_size(dtype);
+    if (o->guard_bytes < esize)
+        return;
+    memset((char *)o->out + o->out_bytes, (uint8_t)~o->guard_pattern, esize);
+}
+/* GCOVR_EXCL_STOP */
 
 swa_status swa_host_run_decode_fa2(const swa_decode_fa2_plan *p, int grid_work, const swa_inputs *in,
                                    const swa_out_args *o, bool write_lse, swa_error *err)
 {
     int D = p->head_dim, G = p->group_size;
-    if (D > HOST_MAX_HEAD_DIM) /* GCOVR_EXCL_BR_LINE defensive */
-        return swa_error_set(err, SWA_ERR_UNSUPPORTED, "decode_fa2 on host: head_dim %d over the emulation's %d", /* GCOVR_EXCL_LINE defensive */
-                             D, HOST_MAX_HEAD_DIM); /* GCOVR_EXCL_LINE defensive */
-    if (!in->paged.k_pages) /* GCOVR_EXCL_BR_LINE defensive */
-        return swa_error_set(err, SWA_ERR_INVALID, "decode_fa2 on host: the inputs have no paged cache"); /* GCOVR_EXCL_LINE defensive */
+    if (SWA_API_GUARD(D > HOST_MAX_HEAD_DIM))
+        return SWA_API_ERROR(err, SWA_ERR_UNSUPPORTED, "decode_fa2 on host: head_dim %d over the emulation's %d",
+                             D, HOST_MAX_HEAD_DIM);
+    if (SWA_API_GUARD(!in->paged.k_pages))
+        return SWA_API_ERROR(err, SWA_ERR_INVALID, "decode_fa2 on host: the inputs have no paged cache");
     host_softmax_cfg cfg = {
         .head_dim = D, .dtype = p->dtype, .sm_scale = p->sm_scale, .soft_cap = p->soft_cap,
-        .cap_on = p->soft_cap > 0 && p->mutant != SWA_MUTANT_SOFTCAP_COMPILED_OUT, .round_p = false, /* GCOVR_EXCL_BR_LINE mutant switch */
+        .cap_on = p->soft_cap > 0 &&
+                  p->mutant != SWA_MUTANT_SOFTCAP_COMPILED_OUT,
+        .round_p = false,
     };
     host_row *rows = malloc((size_t)G * sizeof(host_row));
     float *k_tile = malloc((size_t)HOST_FA2_TILE * D * sizeof(float));
@@ -74,9 +68,8 @@ swa_status swa_host_run_decode_fa2(const swa_decode_fa2_plan *p, int grid_work, 
     float *o_part = p->split_kv ? host_alloc_poisoned(part_rows * D) : NULL;
     float *lse_part = p->split_kv ? host_alloc_poisoned(part_rows) : NULL;
     swa_status st = SWA_OK;
-    if (!rows || !k_tile || !v_tile || !scores || !acc || (p->split_kv && (!o_part || !lse_part))) { /* GCOVR_EXCL_BR_LINE out-of-memory */
-        st = swa_error_set(err, SWA_ERR_NOMEM, "decode_fa2 on host: out of memory for tiles/partials"); /* GCOVR_EXCL_LINE out-of-memory */
-        goto done; /* GCOVR_EXCL_LINE out-of-memory */
+    if (SWA_ALLOC_FAILED(rows, k_tile, v_tile, scores, acc) || (p->split_kv && SWA_ALLOC_FAILED(o_part, lse_part))) {
+        st = swa_error_set(err, SWA_ERR_NOMEM, "decode_fa2 on host: out of memory for tiles/partials"); goto done;
     }
 
     for (int w = 0; w < grid_work; w++) {
@@ -136,10 +129,9 @@ swa_status swa_host_run_decode_fa2(const swa_decode_fa2_plan *p, int grid_work, 
                 host_merge_row(o_part, lse_part, p->req_partial_offset[r], 1, p->req_num_chunks[r], h,
                                p->num_qo_heads, D, p->dtype, r, o->out, write_lse ? o->lse : NULL, p->mutant, acc);
     }
-    if (p->mutant == SWA_MUTANT_OOB_WRITE) /* GCOVR_EXCL_BR_LINE mutant switch */
-        host_oob_write(o, p->dtype); /* GCOVR_EXCL_LINE mutant-only */
-    if (p->mutant == SWA_MUTANT_DEVICE_FAULT) /* GCOVR_EXCL_BR_LINE mutant switch */
-        raise(SIGSEGV); /* what an illegal address does to a GPU context, simulated */ /* GCOVR_EXCL_LINE mutant-only */
+    if (p->mutant == SWA_MUTANT_OOB_WRITE) host_oob_write(o, p->dtype);
+    /* DEVICE_FAULT: what an illegal address does to a GPU context, simulated */
+    if (p->mutant == SWA_MUTANT_DEVICE_FAULT) raise(SIGSEGV);
 done:
     free(rows);
     free(k_tile);
@@ -181,8 +173,8 @@ static void aiter_partition_run(const swa_decode_aiter_plan *p, const swa_inputs
     int start = j * P, end = swa_imin(start + P, ctx);
     int S = p->sliding_window;
     bool cap_on = p->soft_cap > 0;
-    bool quirk = p->mutant == SWA_MUTANT_SOFTCAP_BEFORE_MASK && cap_on; /* hoisted */ /* GCOVR_EXCL_BR_LINE mutant switch */
-    swa_mutant page_mutant = p->mutant == SWA_MUTANT_FOREIGN_PAGE_READ ? p->mutant : SWA_MUTANT_NONE; /* GCOVR_EXCL_BR_LINE mutant switch */
+    bool quirk = p->mutant == SWA_MUTANT_SOFTCAP_BEFORE_MASK && cap_on; /* hoisted */
+    swa_mutant page_mutant = p->mutant == SWA_MUTANT_FOREIGN_PAGE_READ ? p->mutant : SWA_MUTANT_NONE;
     const int *blocks = p->block_tables + (size_t)s * p->max_blocks_per_seq;
     int num_blocks = swa_ceil_div(ctx, p->block_size);
     bool any = false;
@@ -196,7 +188,7 @@ static void aiter_partition_run(const swa_decode_aiter_plan *p, const swa_inputs
              * logit -soft_cap for every head */
             for (int g = 0; g < G; g++)
                 lg[(size_t)g * P] = quirk ? -p->soft_cap * SWA_LOG2E : -INFINITY; /* GCOVR_EXCL_BR_LINE mutant switch */
-            if (!quirk) /* GCOVR_EXCL_BR_LINE mutant switch */
+            if (!quirk) /* GCOVR_EXCL_BR_LINE mutant switch (quirk: SOFTCAP_BEFORE_MASK) */
                 continue;
         } else {
             size_t off = aiter_kv_offset(p, blocks, num_blocks, t, hk, page_mutant);
@@ -256,11 +248,11 @@ swa_status swa_host_run_decode_aiter(const swa_decode_aiter_plan *p, const swa_i
                                      swa_error *err)
 {
     int D = p->head_dim, G = p->group_size, NP = p->max_num_partitions;
-    if (D > HOST_MAX_HEAD_DIM) /* GCOVR_EXCL_BR_LINE defensive */
-        return swa_error_set(err, SWA_ERR_UNSUPPORTED, "decode_aiter on host: head_dim %d over the emulation's %d", /* GCOVR_EXCL_LINE defensive */
-                             D, HOST_MAX_HEAD_DIM); /* GCOVR_EXCL_LINE defensive */
-    if (!in->paged.k_pages) /* GCOVR_EXCL_BR_LINE defensive */
-        return swa_error_set(err, SWA_ERR_INVALID, "decode_aiter on host: the inputs have no paged cache"); /* GCOVR_EXCL_LINE defensive */
+    if (SWA_API_GUARD(D > HOST_MAX_HEAD_DIM))
+        return SWA_API_ERROR(err, SWA_ERR_UNSUPPORTED, "decode_aiter on host: head_dim %d over the emulation's %d",
+                             D, HOST_MAX_HEAD_DIM);
+    if (SWA_API_GUARD(!in->paged.k_pages))
+        return SWA_API_ERROR(err, SWA_ERR_INVALID, "decode_aiter on host: the inputs have no paged cache");
     aiter_scratch sc = {
         .q = malloc((size_t)G * D * sizeof(float)),
         .logits = malloc((size_t)G * p->partition_size * sizeof(float)),
@@ -271,9 +263,8 @@ swa_status swa_host_run_decode_aiter(const swa_decode_aiter_plan *p, const swa_i
     float *tmp_out = malloc((size_t)NP * G * D * sizeof(float));
     int *heads = malloc((size_t)G * sizeof(int));
     swa_status st = SWA_OK;
-    if (!sc.q || !sc.logits || !sc.krow || !sc.vrow || !parts || !tmp_out || !heads) { /* GCOVR_EXCL_BR_LINE out-of-memory */
-        st = swa_error_set(err, SWA_ERR_NOMEM, "decode_aiter on host: out of memory"); /* GCOVR_EXCL_LINE out-of-memory */
-        goto done; /* GCOVR_EXCL_LINE out-of-memory */
+    if (SWA_ALLOC_FAILED(sc.q, sc.logits, sc.krow, sc.vrow, parts, tmp_out, heads)) {
+        st = swa_error_set(err, SWA_ERR_NOMEM, "decode_aiter on host: out of memory"); goto done;
     }
     for (int s = 0; s < p->num_seqs; s++) {
         int nparts = swa_imin(swa_ceil_div(p->context_lens[s], p->partition_size), NP);

@@ -3,32 +3,19 @@
  * GPU's, "uploads" by keeping a pointer to the inputs, and runs plans with
  * the emulation in host_prefill.c / host_decode.c.
  * Tested by tests/test_host_*.c and tests/test_backend_*.c. */
-/* Coverage (ci/coverage.sh counts what `swadiff run --device host cases`
- * reaches; the GCOVR_EXCL markers below leave out, each tagged with why):
- *  - "mutant-only" / "mutant switch": taken only under a mutant; run cases
- *    runs none, `swadiff selftest` (ci/run-tests.sh stage 2) runs them all;
- *  - "out-of-memory": an allocation failed; no case makes malloc fail;
- *  - "device-table": a device table without this executor; the host, CUDA
- *    and HIP tables fill every one;
- *  - "defensive": a check against arguments the harness and planners always
- *    build consistently (the case re-checked after the loader validated it,
- *    the cache against the case, a graph update against the captured
- *    capacity, the host executor's inputs); no case can make them disagree.
- *  - "api-only": the backend table's handling of calls the harness never
- *    makes (NULL plan or run options, a plan without a device, a run whose
- *    window_left or return_lse differs from the plan's, plan() of a case
- *    supports() refused, free(NULL), a prefill run without LSE): reachable
- *    from C only; tests/test_backend_options.c exercises each of them.
- * Nothing a case can reach is marked: a case reaches it or it counts. */
+/* Coverage: what no case reaches (mutant switches, allocation failures,
+ * guards against calls the harness never makes: backends/guards.h) is left
+ * out by the patterns of ci/coverage.sh, which says why. */
 #include "backends/host/host_device.h"
 
 #include <stdio.h>
 
 #include "backends/decode_fa2.h"
+#include "backends/guards.h"
 
 static bool host_available(char *why, size_t n)
 {
-    if (why && n) /* GCOVR_EXCL_BR_LINE api-only */
+    if (SWA_API_GUARD(why && n))
         why[0] = '\0';
     return true;
 }
@@ -42,8 +29,8 @@ static int host_num_sms(void) { return SWA_HOST_NUM_SMS; }
 
 static swa_status host_upload(const swa_inputs *in, void **dev_inputs, swa_error *err)
 {
-    if (!in) /* GCOVR_EXCL_BR_LINE api-only */
-        return swa_error_set(err, SWA_ERR_INVALID, "host upload: no inputs"); /* GCOVR_EXCL_LINE api-only */
+    if (SWA_API_GUARD(!in))
+        return SWA_API_ERROR(err, SWA_ERR_INVALID, "host upload: no inputs");
     *dev_inputs = (void *)in; /* the host reads the caller's buffers in place */
     return SWA_OK;
 }
@@ -70,8 +57,7 @@ static swa_status host_decode_fa2_graph(swa_decode_fa2_plan *captured, const swa
 {
     int recorded_grid_work = captured->grid_work;
     swa_status st = swa_decode_fa2_graph_copy(captured, full, err);
-    if (st != SWA_OK) /* GCOVR_EXCL_BR_LINE defensive */
-        return st; /* GCOVR_EXCL_LINE defensive */
+    if (SWA_API_GUARD(st != SWA_OK)) return st;
     return swa_host_run_decode_fa2(captured, recorded_grid_work, dev_inputs, o, write_lse, err);
 }
 

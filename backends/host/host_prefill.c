@@ -4,27 +4,15 @@
  * with the per-element mask of attn_primitives.h; split items write partial
  * states, then the merge pass combines them (plan.h semantics).
  * Tested by tests/test_host_prefill.c. */
-/* Coverage (ci/coverage.sh counts what `swadiff run --device host cases`
- * reaches; the GCOVR_EXCL markers below leave out, each tagged with why):
- *  - "mutant-only" / "mutant switch": taken only under a mutant; run cases
- *    runs none, `swadiff selftest` (ci/run-tests.sh stage 2) runs them all;
- *  - "out-of-memory": an allocation failed; no case makes malloc fail;
- *  - "device-table": a device table without this executor; the host, CUDA
- *    and HIP tables fill every one;
- *  - "defensive": a check against arguments the harness and planners always
- *    build consistently (the case re-checked after the loader validated it,
- *    the cache against the case, a graph update against the captured
- *    capacity, the host executor's inputs); no case can make them disagree.
- *  - "api-only": the backend table's handling of calls the harness never
- *    makes (NULL plan or run options, a plan without a device, a run whose
- *    window_left or return_lse differs from the plan's, plan() of a case
- *    supports() refused, free(NULL), a prefill run without LSE): reachable
- *    from C only; tests/test_backend_options.c exercises each of them.
- * Nothing a case can reach is marked: a case reaches it or it counts. */
+/* Coverage: what no case reaches (mutant switches, allocation failures,
+ * guards against calls the harness never makes: backends/guards.h) is left
+ * out by the patterns of ci/coverage.sh, which says why. */
 #include "backends/host/host_attend.h"
 #include "backends/host/host_device.h"
 
 #include <stdio.h>
+
+#include "backends/guards.h"
 
 typedef struct prefill_scratch {
     host_row *rows;
@@ -40,8 +28,7 @@ static void prefill_cta(const swa_prefill_plan *p, const swa_inputs *in, int w, 
     int qo_len = p->qo_len[r], kv_len = p->kv_len[r], G = p->group_size, D = p->head_dim;
     int pr0 = tile * p->cta_tile_q, pr1 = swa_imin(pr0 + p->cta_tile_q, qo_len * G);
     int nrows = pr1 - pr0;
-    if (nrows <= 0) /* GCOVR_EXCL_BR_LINE defensive */
-        return; /* GCOVR_EXCL_LINE defensive */
+    if (SWA_API_GUARD(nrows <= 0)) return;
     swa_mutant m = p->mutant;
 
     for (int j = 0; j < nrows; j++) {
@@ -93,7 +80,7 @@ static void prefill_cta(const swa_prefill_plan *p, const swa_inputs *in, int w, 
             int slot = p->req_partial_offset[r] + ch * qo_len + i;
             host_row_store_partial(row, slot, p->num_qo_heads, D, o_part, lse_part, m);
         } else {
-            host_row_store(row, cfg, p->num_qo_heads, o->out, write_lse ? o->lse : NULL, m); /* GCOVR_EXCL_BR_LINE api-only */
+            host_row_store(row, cfg, p->num_qo_heads, o->out, SWA_API_GUARD(write_lse) ? o->lse : NULL, m);
         }
     }
 }
@@ -101,15 +88,17 @@ static void prefill_cta(const swa_prefill_plan *p, const swa_inputs *in, int w, 
 swa_status swa_host_run_prefill(const swa_prefill_plan *p, const swa_inputs *in, const swa_out_args *o,
                                 bool write_lse, swa_error *err)
 {
-    if (p->head_dim > HOST_MAX_HEAD_DIM) /* GCOVR_EXCL_BR_LINE defensive */
-        return swa_error_set(err, SWA_ERR_UNSUPPORTED, "prefill on host: head_dim %d over the emulation's %d", /* GCOVR_EXCL_LINE defensive */
-                             p->head_dim, HOST_MAX_HEAD_DIM); /* GCOVR_EXCL_LINE defensive */
-    if (p->kv_mode == SWA_KV_RAGGED ? !in->k_raw || !in->v_raw : !in->paged.k_pages || !in->paged.indptr) /* GCOVR_EXCL_BR_LINE defensive */
-        return swa_error_set(err, SWA_ERR_INVALID, "prefill on host: the inputs lack the %s K/V the plan reads", /* GCOVR_EXCL_LINE defensive */
-                             p->kv_mode == SWA_KV_RAGGED ? "ragged" : "paged"); /* GCOVR_EXCL_LINE defensive */
+    if (SWA_API_GUARD(p->head_dim > HOST_MAX_HEAD_DIM))
+        return SWA_API_ERROR(err, SWA_ERR_UNSUPPORTED, "prefill on host: head_dim %d over the emulation's %d",
+                             p->head_dim, HOST_MAX_HEAD_DIM);
+    if (SWA_API_GUARD(p->kv_mode == SWA_KV_RAGGED ? !in->k_raw || !in->v_raw : !in->paged.k_pages || !in->paged.indptr))
+        return SWA_API_ERROR(err, SWA_ERR_INVALID, "prefill on host: the inputs lack the %s K/V the plan reads",
+                             p->kv_mode == SWA_KV_RAGGED ? "ragged" : "paged");
     host_softmax_cfg cfg = {
         .head_dim = p->head_dim, .dtype = p->dtype, .sm_scale = p->sm_scale, .soft_cap = p->soft_cap,
-        .cap_on = p->soft_cap > 0 && p->mutant != SWA_MUTANT_SOFTCAP_COMPILED_OUT, .round_p = true, /* GCOVR_EXCL_BR_LINE mutant switch */
+        .cap_on = p->soft_cap > 0 &&
+                  p->mutant != SWA_MUTANT_SOFTCAP_COMPILED_OUT,
+        .round_p = true,
     };
     prefill_scratch s = {
         .rows = malloc((size_t)p->cta_tile_q * sizeof(host_row)),
@@ -122,9 +111,9 @@ swa_status swa_host_run_prefill(const swa_prefill_plan *p, const swa_inputs *in,
     float *lse_part = p->split_kv ? host_alloc_poisoned(part_rows) : NULL;
     float *acc = malloc((size_t)p->head_dim * sizeof(float));
     swa_status st = SWA_OK;
-    if (!s.rows || !s.k_tile || !s.v_tile || !s.scores || !acc || (p->split_kv && (!o_part || !lse_part))) { /* GCOVR_EXCL_BR_LINE out-of-memory */
-        st = swa_error_set(err, SWA_ERR_NOMEM, "prefill on host: out of memory for tiles/partials"); /* GCOVR_EXCL_LINE out-of-memory */
-        goto done; /* GCOVR_EXCL_LINE out-of-memory */
+    if (SWA_ALLOC_FAILED(s.rows, s.k_tile, s.v_tile, s.scores, acc) ||
+        (p->split_kv && SWA_ALLOC_FAILED(o_part, lse_part))) {
+        st = swa_error_set(err, SWA_ERR_NOMEM, "prefill on host: out of memory for tiles/partials"); goto done;
     }
 
     for (int w = 0; w < p->num_work; w++)
@@ -137,7 +126,8 @@ swa_status swa_host_run_prefill(const swa_prefill_plan *p, const swa_inputs *in,
                 for (int h = 0; h < p->num_qo_heads; h++)
                     host_merge_row(o_part, lse_part, p->req_partial_offset[r] + i, p->qo_len[r],
                                    p->req_num_chunks[r], h, p->num_qo_heads, p->head_dim, p->dtype,
-                                   p->qo_indptr[r] + i, o->out, write_lse ? o->lse : NULL, p->mutant, acc); /* GCOVR_EXCL_BR_LINE api-only */
+                                   p->qo_indptr[r] + i, o->out, SWA_API_GUARD(write_lse) ? o->lse : NULL, p->mutant,
+                                   acc);
     }
 done:
     free(s.rows);
