@@ -93,6 +93,8 @@ typedef struct bench_shape {
     int kv_loads;                    /* swa_cuda_tuning.prefill_kv_loads: 0 default, 1 cp.async, 2 TMA */
     int ws_ctas;                     /* swa_cuda_tuning.prefill_ws_ctas: SWA_WS_CTAS_PER_SM (0, the default:
                                         the persistent kernel), SWA_WS_CTAS_PER_ITEM (-1) */
+    bool deterministic;              /* planned in the deterministic mode (case "deterministic",
+                                        docs/invariance.md): its cost against the row above it */
 } bench_shape;
 
 typedef struct bench_result {
@@ -151,6 +153,7 @@ static void bench_case_init(swa_case *c, const bench_shape *b, int *qo, int *kv)
     c->window_right = b->causal ? 0 : -1;
     c->sm_scale = 1.0 / sqrt((double)b->head_dim);
     c->seed = 1;
+    c->deterministic = b->deterministic;
 }
 
 /* Page table (shuffled pages) on the host, pools/q/out on the device. */
@@ -521,6 +524,16 @@ static const bench_shape bench_shapes[] = {
     {"prefill causal L1023 8192 [wgmma]", PF_8K, 1023, true, ">= 320 TFLOP/s", 320, 32, 2, false, false, 1},
     {"prefill causal 8192 32/8 hd128 p16 [wgmma-ws]", PF_8K, -1, true, ">= 450 TFLOP/s", 450, 32, 2, false, false, 2},
     {"prefill causal L1023 8192 [wgmma-ws]", PF_8K, 1023, true, ">= 320 TFLOP/s", 320, 32, 2, false, false, 2},
+    /* the deterministic mode (split-KV always on, in fixed chunks; docs/invariance.md): its cost
+     * against the same shape above, in the same run */
+    {"decode_fa2 b64 kv4096 32/8 hd128 p16 [2 warps] deterministic", FA2_B64, -1, true, "(cost)", 0, 32, 2, false,
+     false, 0, 0, 0, 0, true},
+    {"decode_fa2 L1023 b64 kv4096 [2 warps] deterministic", FA2_B64, 1023, true, "(cost)", 0, 32, 2, false, false, 0,
+     0, 0, 0, true},
+    {"prefill causal 8192 32/8 hd128 p16 [wgmma-ws] deterministic", PF_8K, -1, true, "(cost)", 0, 32, 2, false, false,
+     2, 0, 0, 0, true},
+    {"prefill causal L1023 8192 [wgmma-ws] deterministic", PF_8K, 1023, true, "(cost)", 0, 32, 2, false, false, 2, 0,
+     0, 0, true},
     /* the first workload again: the spread between two timings of one version */
     {"decode_fa2 b64 kv4096 32/8 hd128 p16 [2 warps] again", FA2_B64, -1, true, ">= 4.0 TB/s", 4000, 32, 2},
     /* --sweep: variants measured when the defaults were chosen (page layout and size;
