@@ -189,13 +189,15 @@ Test(coverage, shipped_library_takes_every_launch_choice_of_each_target)
     }
 }
 
-/* The gate can fail: without cases/launch_choices.json an H200 never runs
- * the persistent prefill grid nor decode groups past 32 query heads per KV
- * head, and the command says which, exit 1. */
+/* The gate can fail: without cases/launch_choices.json (and
+ * cases/invariance.json, whose deterministic-mode batches also take the
+ * persistent grid) an H200 never runs the persistent prefill grid nor
+ * decode groups past 32 query heads per KV head, and the command says
+ * which, exit 1. */
 Test(coverage, removing_the_launch_cases_reports_the_launches_never_taken)
 {
-    cr_assert_eq(sh("mkdir -p '%s/lib' && cp -r '%s/cases/.' '%s/lib/' && rm '%s'/lib/launch_choices.json", tmpdir, SRC,
-                    tmpdir, tmpdir),
+    cr_assert_eq(sh("mkdir -p '%s/lib' && cp -r '%s/cases/.' '%s/lib/' && rm '%s'/lib/launch_choices.json '%s'/lib/invariance.json",
+                    tmpdir, SRC, tmpdir, tmpdir, tmpdir),
                  0, "%s", out);
     int rc = sh("'%s' coverage -q --launches h200 '%s/lib'", SWADIFF_BINARY, tmpdir);
     cr_expect_eq(rc, 1, "gaps are the failures exit code, got %d:\n%s", rc, out);
