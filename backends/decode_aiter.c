@@ -213,8 +213,9 @@ static void aiter_free(void *plan)
 
 /* 256-key partitions of each request and a reduce over them in order:
  * nothing depends on the other requests, so the output is deterministic and
- * batch-invariant by construction.  The LSE of return_lse comes from the
- * shadow decode_fa2 plan, batch-invariant only in the deterministic mode.
+ * batch-invariant by construction.  With return_lse the whole result
+ * comes from the shadow decode_fa2 plan, batch-invariant only in the
+ * deterministic mode.
  * No split knob (the partitions are the kernel's). */
 static unsigned aiter_traits(const swa_backend *b, const swa_case *c)
 {
