@@ -370,6 +370,21 @@ static void fill_edge(const swa_case *c, swa_inputs *in)
     }
 }
 
+/* The paged cache of c's requests from in's logical K/V (pages shuffled by
+ * seed), poisoned pages evicted: the last step of swa_inputs_create and of
+ * swa_inputs_derive.  Frees in on failure. */
+static swa_status build_pages(const swa_case *c, swa_inputs *in, uint64_t seed, swa_error *err)
+{
+    swa_status st = swa_paged_build(&in->paged, c->dtype, c->layout, c->page_size, c->num_requests, c->kv_len,
+                                    c->num_kv_heads, c->head_dim, in->k, in->v, seed, err);
+    in->evicted_page = -1;
+    if (st == SWA_OK && c->dist == SWA_DIST_POISON)
+        st = poison_evict_pages(c, in, err);
+    if (st != SWA_OK)
+        swa_inputs_free(in);
+    return st;
+}
+
 swa_status swa_inputs_create(const swa_case *c, swa_inputs *in, swa_error *err)
 {
     memset(in, 0, sizeof *in);
@@ -419,16 +434,7 @@ swa_status swa_inputs_create(const swa_case *c, swa_inputs *in, swa_error *err)
             poison_invisible_keys(c, in);
     }
 
-    st = swa_paged_build(&in->paged, c->dtype, c->layout, c->page_size, c->num_requests, c->kv_len,
-                         c->num_kv_heads, c->head_dim, in->k, in->v, c->seed, err);
-    in->evicted_page = -1;
-    if (st == SWA_OK && c->dist == SWA_DIST_POISON)
-        st = poison_evict_pages(c, in, err);
-    if (st != SWA_OK) {
-        swa_inputs_free(in);
-        return st;
-    }
-    return SWA_OK;
+    return build_pages(c, in, c->seed, err);
 
 nomem:
     swa_inputs_free(in);
@@ -490,15 +496,7 @@ swa_status swa_inputs_derive(const swa_inputs *base, const swa_case *base_case, 
         memcpy((char *)in->k_raw + kd * dsize, (const char *)base->k_raw + ks * dsize, kn * dsize);
         memcpy((char *)in->v_raw + kd * dsize, (const char *)base->v_raw + ks * dsize, kn * dsize);
     }
-    st = swa_paged_build(&in->paged, nc->dtype, nc->layout, nc->page_size, n, nc->kv_len, nc->num_kv_heads,
-                         nc->head_dim, in->k, in->v, page_seed, err);
-    if (st == SWA_OK && nc->dist == SWA_DIST_POISON)
-        st = poison_evict_pages(nc, in, err);
-    if (st != SWA_OK) {
-        swa_inputs_free(in);
-        return st;
-    }
-    return SWA_OK;
+    return build_pages(nc, in, page_seed, err);
 
 nomem:
     swa_inputs_free(in);
