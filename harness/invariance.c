@@ -153,8 +153,6 @@ swa_status swa_invariance_build(const swa_case *c, const swa_inputs *in, swa_iv_
         page_seed ^= PAGE_ORDER_SALT;
     if (kind == SWA_IV_SPLIT_ON || kind == SWA_IV_SPLIT_OFF)
         out->split = kind == SWA_IV_SPLIT_ON ? 1 : -1;
-    if (kind == SWA_IV_ALONE && out->c.cuda_graph && out->c.graph_capture_requests < B)
-        out->c.graph_capture_requests = 0; /* not reached: records() skips it */
     if (kind == SWA_IV_PAGE_SIZE) {
         int sizes[2] = {c->page_size / 2, c->page_size * 2}, chosen = 0;
         char why[2][256] = {"", ""};
