@@ -14,7 +14,7 @@ cc=${CC_FUZZ:-clang}
 flags=(-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -I. -I/usr/include/cjson -DSWADIFF_GIT_REVISION=\"fuzz\")
 # the host sources the targets reach (no BLAS, no backends)
-host_src=(core/case.c core/common.c core/data.c core/paged.c core/rng.c harness/case_*.c harness/results.c harness/compare.c harness/report*.c)
+host_src=(core/case.c core/common.c core/data.c core/paged.c core/rng.c harness/case_*.c harness/results.c harness/compare.c harness/invariance.c harness/report*.c)
 # the runtime needs libFuzzer's main: drop any main() from the project
 "$cc" "${flags[@]}" tests/fuzz/fuzz_case_load.c core/case.c core/common.c core/data.c core/paged.c core/rng.c harness/case_*.c harness/results.c harness/compare.c \
   -lcjson -lm -o "$out/fuzz_case_load"
