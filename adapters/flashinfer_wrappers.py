@@ -52,7 +52,11 @@ answers the next case that needs the same module with the same message at once.
 
 SWADIFF_FLASHINFER_PLAN_EXTRA='{"disable_split_kv": true}' (a JSON object) adds keyword
 arguments to every plan() call: a way to localize a disagreement (split-KV on or off,
-fixed_split_size) without editing the adapter.
+fixed_split_size) without editing the adapter.  A pinned split (fixed_split_size > 0 or
+disable_split_kv true) is FlashInfer's documented batch-invariance control: with it the
+backends whose plan() takes it (paged_fa2, ragged_fa2, decode_tc and the window-at-forward
+pattern) declare themselves batch-invariant in the hello, so `--invariance batch,pages`
+holds them bitwise (docs/invariance.md).
 
 --probe-run-window prints, as JSON, what each backend does when run() is given a
 window other than the planned one (plan with L, run(window_left=L') for a few pairs).
@@ -139,6 +143,26 @@ def plan_extra():
         sa.startup_failure(ADAPTER, f"SWADIFF_FLASHINFER_PLAN_EXTRA must be a JSON object of plan() keyword "
                                     f"arguments, got {text!r}")
     return extra
+
+
+# the backends whose plan() takes fa2's split controls (fixed_split_size, disable_split_kv):
+# FlashInfer 0.7.2 raises on fixed_split_size for CUDA-core decode, and fa3 has no KV split
+SPLIT_PINNABLE = ("paged_fa2", "ragged_fa2", "decode_tc", "paged_fa2_window_at_forward")
+
+
+def split_pinned(extra):
+    """Whether plan() keyword arguments pin fa2's KV split: a positive fixed_split_size or
+    disable_split_kv.  FlashInfer documents either as giving batch-size invariant outputs
+    (the fixed split makes merge_states reduce in an order the batch does not change)."""
+    size = extra.get("fixed_split_size")
+    return (isinstance(size, int) and not isinstance(size, bool) and size > 0) or extra.get("disable_split_kv") is True
+
+
+def declares_batch_invariant(backend, extra):
+    """What the adapter declares for a backend (swadiff holds a declared backend bitwise under
+    --invariance batch,pages): what FlashInfer documents, a pinned split on a backend that takes
+    it; nothing otherwise (measured, never a failure by itself)."""
+    return backend in SPLIT_PINNABLE and split_pinned(extra)
 
 
 def plan_kwargs(problem, torch_dtype, window_at_plan=True):
@@ -310,7 +334,11 @@ def main():
     if not describing:
         torch, flashinfer, version = _library()
         runner = Runner(torch, flashinfer)
-    backends = [sa.Backend(name, f"FlashInfer {version}: {DESCRIPTIONS[name]}", lse_base="2", kinds=kinds)
+    extra = plan_extra()
+    pinned = ", split pinned by SWADIFF_FLASHINFER_PLAN_EXTRA (declared batch-invariant)"
+    backends = [sa.Backend(name, f"FlashInfer {version}: {DESCRIPTIONS[name]}"
+                           + (pinned if declares_batch_invariant(name, extra) else ""),
+                           lse_base="2", kinds=kinds, batch_invariant=declares_batch_invariant(name, extra))
                 for name, (_, _, kinds) in BACKENDS.items()]
     sa.serve(ADAPTER, backends, lambda b, p, t: runner.run(b, p, t))
 

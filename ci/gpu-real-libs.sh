@@ -15,7 +15,13 @@
 # compile is stopped 60 s later), SWADIFF_T_RUN (200) per swadiff run, SWADIFF_T_SGLANG
 # (default SWADIFF_T_RUN) for the sglang run, which runs beside the compile.
 # SWADIFF_REAL_LIBS selects the runs: "sglang fi fi3" (default all three; fi = the
-# fa2 / decode / seed-000 backends, fi3 = the fa3 ones).
+# fa2 / decode / seed-000 backends, fi3 = the fa3 ones), and "fipin": the backends that
+# take fa2's split controls (paged_fa2, ragged_fa2, decode_tc) with the split pinned,
+# SWADIFF_FLASHINFER_PLAN_EXTRA=SWADIFF_FI_PIN (default '{"fixed_split_size": 16}'), where the
+# adapter declares them batch-invariant as FlashInfer documents (docs/invariance.md).
+# SWADIFF_RUN_ARGS adds arguments to every swadiff run (e.g. "--invariance batch,pages");
+# SWADIFF_AOT_ONLY (module keys KIND:DTYPE:HEAD_DIM:SWA:CAP, space-separated) compiles
+# only those modules (ci/flashinfer-aot.py --only).
 set -uo pipefail
 pack=$(cd "${1:?usage: gpu-real-libs.sh PACK_DIR OUT_DIR}" && pwd)
 out=${2:?usage: gpu-real-libs.sh PACK_DIR OUT_DIR}
@@ -61,8 +67,9 @@ run_adapter() {  # NAME COMMAND BACKEND-GLOB [SECONDS]
   local name=$1 cmd=$2 glob=$3 limit=${4:-${SWADIFF_T_RUN:-200}}
   mkdir -p "$out/$name"
   stamp "run $name ($glob, at most $limit s)"
+  # shellcheck disable=SC2086  # SWADIFF_RUN_ARGS is a list of words
   timeout "$limit" /tmp/sw/swadiff run $cases --device host --jobs 4 --adapter "$cmd" \
-    --backend "$glob" --adapter-timeout 150 --report "$out/$name" > "$out/$name/console.txt" 2>&1
+    --backend "$glob" --adapter-timeout 150 ${SWADIFF_RUN_ARGS:-} --report "$out/$name" > "$out/$name/console.txt" 2>&1
   echo "exit $?" >> "$out/$name/console.txt"
   rm -f "$out/$name/report.html" "$out/$name/results.jsonl"
   tail -3 "$out/$name/console.txt"
@@ -70,12 +77,13 @@ run_adapter() {  # NAME COMMAND BACKEND-GLOB [SECONDS]
 
 # the compile runs beside the sglang run (which needs the GPU and few cores)
 kinds=""
-case " $runs " in *" fi "*) kinds="fa2,decode" ;; esac
+case " $runs " in *" fi "*|*" fipin "*) kinds="fa2,decode" ;; esac
 case " $runs " in *" fi3 "*) kinds="${kinds:+$kinds,}fa3" ;; esac
 if [ -n "$kinds" ]; then
   stamp "compile $kinds"
   timeout $(( ${SWADIFF_T_COMPILE:-300} + 60 )) python3 "$pack/ci/flashinfer-aot.py" "$aot" --kinds "$kinds" \
-    --jobs 2 --parallel $(( jobs > 1 ? jobs : 1 )) --deadline "${SWADIFF_T_COMPILE:-300}" > "$out/compile.txt" 2>&1 &
+    --jobs 2 --parallel $(( jobs > 1 ? jobs : 1 )) --deadline "${SWADIFF_T_COMPILE:-300}" \
+    $(for k in ${SWADIFF_AOT_ONLY:-}; do printf -- '--only %s ' "$k"; done) > "$out/compile.txt" 2>&1 &
   compile_pid=$!
 fi
 case " $runs " in *" sglang "*)
@@ -89,7 +97,7 @@ if [ -n "$kinds" ]; then
 fi
 export FLASHINFER_DISABLE_JIT=1   # from here on a missing module is an error naming it
 fi_cmd="flashinfer_wrappers=python3 $pack/adapters/flashinfer_wrappers.py"
-case " $runs " in *" fi "*|*" fi3 "*)
+case " $runs " in *" fi "*|*" fi3 "*|*" fipin "*)
   stamp "probe"
   timeout 45 python3 "$pack/adapters/flashinfer_wrappers.py" --probe-run-window > "$out/probe-run-window.json" 2> "$out/probe-stderr.txt"
   cat "$out/probe-run-window.json" ;;
@@ -99,6 +107,12 @@ case " $runs " in *" fi "*)
 esac
 case " $runs " in *" fi3 "*)
   run_adapter flashinfer-fa3 "$fi_cmd" 'flashinfer_wrappers:*_fa3' ;;
+esac
+case " $runs " in *" fipin "*)
+  pin=${SWADIFF_FI_PIN:-'{"fixed_split_size": 16}'}
+  echo "$pin" > "$out/fipin-plan-extra.json"
+  SWADIFF_FLASHINFER_PLAN_EXTRA=$pin run_adapter flashinfer-pinned "$fi_cmd" \
+    'flashinfer_wrappers:paged_fa2,flashinfer_wrappers:ragged_fa2,flashinfer_wrappers:decode_tc' ;;
 esac
 stamp "done"
 if [ -n "${3:-}" ]; then  # RETURN_DIR: two files come back, the results and the modules

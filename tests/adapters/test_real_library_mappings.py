@@ -63,6 +63,38 @@ class FlashInferMapping(unittest.TestCase):
         self.assertIn("decode cases only", fi.refusal_reason(problem(), "decode"))
         self.assertIsNone(fi.refusal_reason(problem(qo_len=[1]), "decode"))
 
+    def test_a_pinned_split_is_declared_batch_invariant_where_plan_takes_it(self):
+        self.assertTrue(fi.split_pinned({"fixed_split_size": 64}))
+        self.assertTrue(fi.split_pinned({"disable_split_kv": True}))
+        for extra in ({}, {"fixed_split_size": -1}, {"fixed_split_size": 0}, {"fixed_split_size": True},
+                      {"fixed_split_size": "64"}, {"disable_split_kv": False}, {"disable_split_kv": 1}):
+            self.assertFalse(fi.split_pinned(extra), extra)
+        pinned = {"fixed_split_size": 64}
+        for b in fi.BACKENDS:
+            self.assertFalse(fi.declares_batch_invariant(b, {}), f"{b} declares nothing by default")
+            self.assertEqual(fi.declares_batch_invariant(b, pinned), b in ("paged_fa2", "ragged_fa2", "decode_tc",
+                                                                           "paged_fa2_window_at_forward"), b)
+
+    def test_the_hello_carries_the_declaration(self):
+        import json
+        import subprocess
+        script = os.path.join(ROOT, "adapters", "flashinfer_wrappers.py")
+        def hello(extra):
+            env = dict(os.environ)
+            env.pop("SWADIFF_FLASHINFER_PLAN_EXTRA", None)
+            if extra is not None:
+                env["SWADIFF_FLASHINFER_PLAN_EXTRA"] = extra
+            out = subprocess.run([sys.executable, script, "--describe"], env=env, capture_output=True, text=True,
+                                 check=True).stdout
+            return {b["name"]: b for b in json.loads(out)["backends"]}
+        plain = hello(None)
+        self.assertFalse(any(b.get("batch_invariant") for b in plain.values()))
+        pinned = hello('{"fixed_split_size": 32}')
+        self.assertTrue(pinned["paged_fa2"].get("batch_invariant"))
+        self.assertTrue(pinned["decode_tc"].get("batch_invariant"))
+        self.assertFalse(pinned["decode"].get("batch_invariant", False))
+        self.assertFalse(pinned["paged_fa3"].get("batch_invariant", False))
+
     def test_module_keys_match_what_the_aot_script_builds(self):
         aot = load_aot()
         built = set(aot.wanted(list(aot.KINDS)))
