@@ -1,12 +1,15 @@
 /* test_backend_options.c — the built-in backend tables called as the harness
- * never calls them (the paths ci/coverage.sh marks "api-only" in backends/):
- * plan() without options (no device: run() refuses), run() without run
- * options (no LSE written, output still right), a run whose window_left or
- * return_lse differs from the plan's, plan() of a case supports() refuses,
- * free(NULL) and the plan accessors of NULL, the host device's upload of
- * nothing.  `swadiff run` cannot reach any of them (run.c always passes
- * options, a device, the planned window and the planned return_lse), so
- * this file is where they are exercised.
+ * never calls them (what ci/coverage.sh leaves out of the backends' figure
+ * as "calls the harness never makes"): plan() without options (no device:
+ * run() refuses), run() without run options (the LSE base without them; no
+ * LSE written, output still right), a run whose window_left differs from
+ * the plan's, decode_aiter asked for an LSE its plan was built without,
+ * plan() of a case supports() refuses, free(NULL) and the plan accessors of
+ * NULL, the host device's upload of nothing and its availability, and
+ * swa_layer_case of a layer index outside the case.  `swadiff run` cannot
+ * reach any of them (harness/run.c always passes options with a device,
+ * runs a plan with its own window and return_lse, and plans only what
+ * supports() accepted), so this file is where they are exercised.
  *
  *   ctest --test-dir build -R test_backend_options --output-on-failure */
 #include <criterion/criterion.h>

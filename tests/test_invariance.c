@@ -38,19 +38,6 @@ static int swadiff(const char *fmt, const char *a, const char *b)
     return sh("cd '%s' && '%s' %s", SWADIFF_SOURCE_DIR, SWADIFF_BINARY, args);
 }
 
-static const char *str(const cJSON *o, const char *key)
-{
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsString(it) ? it->valuestring : "";
-}
-
-static double num(const cJSON *o, const char *key)
-{
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
-    cr_assert(cJSON_IsNumber(it), "\"%s\" should be a number", key);
-    return it->valuedouble;
-}
-
 static void write_file(const char *name, const char *text, char *path, size_t n)
 {
     snprintf(path, n, "%s/%s", tmpdir, name);
@@ -58,13 +45,6 @@ static void write_file(const char *name, const char *text, char *path, size_t n)
     cr_assert(f);
     fputs(text, f);
     fclose(f);
-}
-
-static cJSON *report(const char *sub)
-{
-    char path[600];
-    snprintf(path, sizeof path, "%s/%s/report.json", tmpdir, sub);
-    return read_json_file(path);
 }
 
 /* The record `name` of a result, NULL when it has none. */
@@ -201,7 +181,7 @@ Test(invariance, deterministic_builtins_hold_batch_and_page_order_bitwise)
     snprintf(rep, sizeof rep, "%s/det", tmpdir);
     int rc = swadiff("run --device host -q --invariance all --deterministic --report %s %s", rep, path);
     cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
-    cJSON *r = report("det");
+    cJSON *r = report_in("det");
     static const char *const held[] = {"batch.alone", "batch.reversed", "pages.order", NULL};
     cr_expect_eq(expect_records(r, held, "same", true), 4 * 3, "prefill, decode_fa2, decode_aiter, decode_auto");
     const cJSON *c;
@@ -239,7 +219,7 @@ Test(invariance, a_split_chosen_from_the_batch_is_measured_not_failed)
     cr_assert_eq(rc, 0, "a measured difference is not a failure: exit %d:\n%s", rc, out);
     cr_expect(strstr(out, "Invariance:") && strstr(out, "measured: many/many prefill: batch.alone"),
               "the console lists the measured difference:\n%s", out);
-    cJSON *r = report("many");
+    cJSON *r = report_in("many");
     const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cases"), 0);
     const cJSON *v = record(c, "batch.alone");
     cr_assert(v);
@@ -267,7 +247,7 @@ Test(invariance, a_declared_kernel_that_depends_on_the_batch_or_its_pages_fails)
              "--report %s %s", BATCHY, rep, path);
     int rc = sh("cd '%s' && '%s' %s", SWADIFF_SOURCE_DIR, SWADIFF_BINARY, args);
     cr_expect_eq(rc, 1, "exit %d:\n%s", rc, out);
-    cJSON *r = report("batchy");
+    cJSON *r = report_in("batchy");
     int seen = 0;
     const cJSON *c;
     cJSON_ArrayForEach(c, cJSON_GetObjectItem(r, "cases"))
@@ -311,7 +291,7 @@ Test(invariance, a_declared_kernel_that_depends_on_the_batch_or_its_pages_fails)
              SWADIFF_BINARY, tmpdir, rep);
     rc = sh("%s", merged);
     cr_expect_eq(rc, 1, "the merge keeps the failures: exit %d:\n%s", rc, out);
-    cJSON *m = report("merged");
+    cJSON *m = report_in("merged");
     const cJSON *a = cJSON_GetObjectItem(r, "cases"), *b = cJSON_GetObjectItem(m, "cases");
     cr_assert_eq(cJSON_GetArraySize(a), cJSON_GetArraySize(b));
     for (int i = 0; i < cJSON_GetArraySize(a); i++) {
@@ -336,7 +316,7 @@ Test(invariance, transformations_that_cannot_apply_say_why)
     snprintf(rep, sizeof rep, "%s/one", tmpdir);
     int rc = swadiff("run --device host -q --report %s %s", rep, path);
     cr_assert_eq(rc, 0, "skips of transformations are not failures: exit %d:\n%s", rc, out);
-    cJSON *r = report("one");
+    cJSON *r = report_in("one");
     const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cases"), 0);
     cr_expect(strstr(str(record(c, "batch.alone"), "message"), "one request"));
     cr_expect(strstr(str(record(c, "batch.reversed"), "message"), "one request"));
@@ -354,7 +334,7 @@ Test(invariance, repeat_measures_a_backend_that_declares_no_determinism)
     int rc = swadiff("run --device host -q --repeat 3 --plugin " FLAKY " --backend flaky:one_bit_measured "
                      "--report %s tests/data/cli/five.json%s", rep, "");
     cr_expect_eq(rc, 0, "measured, not judged: exit %d:\n%s", rc, out);
-    cJSON *r = report("rep");
+    cJSON *r = report_in("rep");
     const cJSON *c;
     int n = 0;
     cJSON_ArrayForEach(c, cJSON_GetObjectItem(r, "cases"))

@@ -32,26 +32,6 @@ static int swadiff(const char *args)
     return sh("cd '%s' && '%s' %s", SWADIFF_SOURCE_DIR, SWADIFF_BINARY, args);
 }
 
-static cJSON *report_in(const char *sub)
-{
-    char path[600];
-    snprintf(path, sizeof path, "%s/%s/report.json", tmpdir, sub);
-    return read_json_file(path);
-}
-
-static const char *str(const cJSON *o, const char *key)
-{
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsString(it) ? it->valuestring : "";
-}
-
-static double num(const cJSON *o, const char *key)
-{
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
-    cr_assert(cJSON_IsNumber(it), "\"%s\" should be a number", key);
-    return it->valuedouble;
-}
-
 /* Every result of backend: its outcome, its repeat count; returns how many. */
 static int expect_results(const cJSON *rep, const char *backend, const char *outcome, int repeat)
 {

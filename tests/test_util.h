@@ -1,6 +1,7 @@
 /* test_util.h — what the command-line tests share: a temporary folder per
- * test (make_tmp / remove_tmp, for TestSuite .init / .fini) and running a
- * shell command with its output captured in `out` (sh).
+ * test (make_tmp / remove_tmp, for TestSuite .init / .fini), running a
+ * shell command with its output captured in `out` (sh), and reading the
+ * reports it writes (read_json_file, report_in; str and num for a field).
  *
  * Header-only and static: each test file is its own executable. */
 #ifndef SWADIFF_TEST_UTIL_H
@@ -73,6 +74,30 @@ static __attribute__((unused)) cJSON *read_json_file(const char *path)
     free(text);
     cr_assert(j, "%s is not JSON", path);
     return j;
+}
+
+/* The report a run wrote with --report <tmpdir>/sub, parsed (caller:
+ * cJSON_Delete). */
+static __attribute__((unused)) cJSON *report_in(const char *sub)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s/report.json", tmpdir, sub);
+    return read_json_file(path);
+}
+
+/* The string field key of o, "" when it is missing or not a string. */
+static __attribute__((unused)) const char *str(const cJSON *o, const char *key)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(it) ? it->valuestring : "";
+}
+
+/* The number field key of o; fails the test when it is not a number. */
+static __attribute__((unused)) double num(const cJSON *o, const char *key)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    cr_assert(cJSON_IsNumber(it), "\"%s\" should be a number", key);
+    return it->valuedouble;
 }
 
 #endif /* SWADIFF_TEST_UTIL_H */
