@@ -24,8 +24,8 @@
 
 static const swa_launch_def launch_table[SWA_LA_COUNT] = {
     [SWA_LA_PREFILL_KERNEL] = {"prefill.kernel",
-                               {"mma_sync_16", "mma_sync_64", "mma_sync_128", "wgmma_64", "wgmma_128", "wgmma_ws_64",
-                                "wgmma_ws_128", "portable_16"},
+                               {"mma_sync_16", "mma_sync_64", "mma_sync_128", "wgmma_ws_64", "wgmma_ws_128",
+                                "portable_16"},
                                "the prefill kernel variant (engine, rows per CTA)"},
     [SWA_LA_PREFILL_GRID] = {"prefill.grid", {"per_item", "persistent"},
                              "one CTA per work item, or the persistent grid of one CTA per SM"},
@@ -83,10 +83,10 @@ const swa_launch_pair *swa_launch_pairs(int *count)
 
 /* ---- the choosers --------------------------------------------------------------- */
 
-static const int prefill_rows[] = {16, 64, 128, 64, 128, 64, 128, 16};
-static const int prefill_warps[] = {4, 4, 4, 4, 8, 8, 12, 2};
-static const char *const prefill_names[] = {"mma_sync_16", "mma_sync_64", "mma_sync_128", "wgmma_64",
-                                            "wgmma_128",   "wgmma_ws_64", "wgmma_ws_128", "portable_16"};
+static const int prefill_rows[] = {16, 64, 128, 64, 128, 16};
+static const int prefill_warps[] = {4, 4, 4, 8, 12, 2};
+static const char *const prefill_names[] = {"mma_sync_16", "mma_sync_64",  "mma_sync_128",
+                                            "wgmma_ws_64", "wgmma_ws_128", "portable_16"};
 
 const char *swa_prefill_kernel_name(swa_prefill_kernel k)
 {
@@ -96,11 +96,12 @@ const char *swa_prefill_kernel_name(swa_prefill_kernel k)
 /* The rule of backends/cuda/prefill.cu (swa_prefill_launch_d):
  *  - the portable engine everywhere in a portable build;
  *  - 16-row plan tiles: mma.sync with the keys over 4 warps;
- *  - head_dim <= 128 with the wgmma engine ready: the engine the knob asks
- *    for, two warpgroups for 128-row tiles, one for 64; else 128-row tiles
- *    as one mma.sync CTA of 32-row warps when the knob says 32;
- *  - head_dim 256 with wgmma: one warpgroup (64 rows; O takes 128 registers
- *    per thread), a 128-row plan tile as two CTAs;
+ *  - head_dim <= 128 with the wgmma engine ready (and not turned off,
+ *    prefill_engine 0): two consumer warpgroups for 128-row tiles, one for
+ *    64; else 128-row tiles as one mma.sync CTA of 32-row warps when the
+ *    knob says 32;
+ *  - head_dim 256 with wgmma: one consumer warpgroup (64 rows; O takes 128
+ *    registers per thread), a 128-row plan tile as two CTAs;
  *  - else mma.sync, 4 warps x 16 rows.
  * The persistent grid: the two-warpgroup warp-specialised kernel, unless
  * the knob asks for one CTA per item, when the items outnumber its CTAs. */
@@ -113,18 +114,17 @@ swa_status swa_prefill_choose(const swa_launch_target *t, const swa_prefill_shap
     if (s->cta_tile_q != 16 && s->cta_tile_q != 64 && s->cta_tile_q != 128)
         return swa_error_set(err, SWA_ERR_INVALID, "prefill launch: cta_tile_q %d (16, 64 or 128)", s->cta_tile_q);
     swa_prefill_kernel k;
-    bool wg = t->wgmma && !t->portable && (t->prefill_engine == 1 || t->prefill_engine == 2);
+    bool wg = t->wgmma && !t->portable && t->prefill_engine == 2;
     if (t->portable)
         k = SWA_PK_PORTABLE_16;
     else if (s->cta_tile_q <= 16)
         k = SWA_PK_MMA_16;
     else if (s->head_dim <= 128 && wg)
-        k = t->prefill_engine == 2 ? (s->cta_tile_q >= 128 ? SWA_PK_WS_128 : SWA_PK_WS_64)
-                                   : (s->cta_tile_q >= 128 ? SWA_PK_WGMMA_128 : SWA_PK_WGMMA_64);
+        k = s->cta_tile_q >= 128 ? SWA_PK_WS_128 : SWA_PK_WS_64;
     else if (s->head_dim <= 128 && s->cta_tile_q >= 128 && t->prefill_rows_per_warp == 32)
         k = SWA_PK_MMA_128;
     else if (s->head_dim == 256 && wg)
-        k = t->prefill_engine == 2 ? SWA_PK_WS_64 : SWA_PK_WGMMA_64;
+        k = SWA_PK_WS_64;
     else
         k = SWA_PK_MMA_64;
     c->kernel = k;
@@ -501,6 +501,9 @@ swa_status swa_launch_target_parse(const char *text, swa_launch_target *t, swa_e
             (i == 6 && *end))
             return swa_error_set(err, SWA_ERR_INVALID, "launch_target: %s must be a whole number from %ld to %ld%s",
                                  fields[i].key, fields[i].lo, fields[i].hi, i == 6 ? ", the last field" : "");
+        if (i == 3 && v[i] == 1)
+            return swa_error_set(err, SWA_ERR_INVALID, "launch_target: prefill_engine 1 (the serial wgmma engine) "
+                                 "is gone; 0 (mma.sync) or 2 (the warp-specialised wgmma engine)");
         p = *end ? end + 1 : end;
     }
     t->portable = v[0];

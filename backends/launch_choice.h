@@ -35,7 +35,7 @@ typedef struct swa_launch_target {
     bool portable;             /* the portable engine only (the HIP build) */
     bool wgmma;                /* an sm_90a image on a compute capability 9.0 GPU */
     int sm_count;              /* the persistent grid's CTAs and the planners' target */
-    int prefill_engine;        /* 0 mma.sync, 1 wgmma (serial), 2 wgmma warp-specialised (default) */
+    int prefill_engine;        /* 0 mma.sync, 2 wgmma warp-specialised (the default) */
     int prefill_rows_per_warp; /* 16 or 32 (the default): 128-row mma.sync tiles as one CTA */
     int decode_warps;          /* 2 (the default) or 4 */
     int ws_ctas;               /* SWA_LAUNCH_WS_CTAS_PER_SM (0, default), N > 0, SWA_LAUNCH_WS_CTAS_PER_ITEM (-1) */
@@ -48,8 +48,6 @@ typedef enum {
     SWA_PK_MMA_16 = 0, /* mma.sync, 16 rows, keys over 4 warps */
     SWA_PK_MMA_64,     /* mma.sync, 4 warps x 16 rows */
     SWA_PK_MMA_128,    /* mma.sync, 4 warps x 32 rows (two m-tiles per warp) */
-    SWA_PK_WGMMA_64,   /* wgmma, one warpgroup */
-    SWA_PK_WGMMA_128,  /* wgmma, two warpgroups */
     SWA_PK_WS_64,      /* warp-specialised wgmma, one consumer warpgroup + producer */
     SWA_PK_WS_128,     /* warp-specialised wgmma, two consumer warpgroups + producer */
     SWA_PK_PORTABLE_16 /* the portable engine, 16 rows, 2 warps */

@@ -88,9 +88,7 @@ typedef struct bench_shape {
     int rows_per_warp, decode_warps; /* kernel variant (swa_cuda_tuning) */
     bool hnd;                        /* HND pages (one head's keys contiguous); NHD otherwise */
     bool sweep;                      /* a variant row: runs under --sweep only */
-    int prefill_engine;              /* 0 mma.sync, 1 Hopper wgmma, 2 wgmma warp-specialised */
-    int ws_variant;                  /* swa_cuda_tuning.prefill_ws_variant */
-    int kv_loads;                    /* swa_cuda_tuning.prefill_kv_loads: 0 default, 1 cp.async, 2 TMA */
+    int prefill_engine;              /* 0 mma.sync, 2 the warp-specialised wgmma engine */
     int ws_ctas;                     /* swa_cuda_tuning.prefill_ws_ctas: SWA_WS_CTAS_PER_SM (0, the default:
                                         the persistent kernel), SWA_WS_CTAS_PER_ITEM (-1) */
     bool deterministic;              /* planned in the deterministic mode (case "deterministic",
@@ -520,20 +518,18 @@ static const bench_shape bench_shapes[] = {
     {"prefill causal 8192 32/8 hd128 p16 [32 rows/warp]", PF_8K, -1, true, ">= 200 TFLOP/s", 200, 32, 2},
     {"prefill causal 8192 32/8 hd128 p16 [16 rows/warp]", PF_8K, -1, true, ">= 200 TFLOP/s", 200, 16, 2},
     {"prefill causal L1023 8192 [32 rows/warp]", PF_8K, 1023, true, "(none; flex_attention 307)", 0, 32, 2},
-    {"prefill causal 8192 32/8 hd128 p16 [wgmma]", PF_8K, -1, true, ">= 450 TFLOP/s", 450, 32, 2, false, false, 1},
-    {"prefill causal L1023 8192 [wgmma]", PF_8K, 1023, true, ">= 320 TFLOP/s", 320, 32, 2, false, false, 1},
     {"prefill causal 8192 32/8 hd128 p16 [wgmma-ws]", PF_8K, -1, true, ">= 450 TFLOP/s", 450, 32, 2, false, false, 2},
     {"prefill causal L1023 8192 [wgmma-ws]", PF_8K, 1023, true, ">= 320 TFLOP/s", 320, 32, 2, false, false, 2},
     /* the deterministic mode (split-KV always on, in fixed chunks; docs/invariance.md): its cost
      * against the same shape above, in the same run */
     {"decode_fa2 b64 kv4096 32/8 hd128 p16 [2 warps] deterministic", FA2_B64, -1, true, "(cost)", 0, 32, 2, false,
-     false, 0, 0, 0, 0, true},
+     false, 0, 0, true},
     {"decode_fa2 L1023 b64 kv4096 [2 warps] deterministic", FA2_B64, 1023, true, "(cost)", 0, 32, 2, false, false, 0,
-     0, 0, 0, true},
+     0, true},
     {"prefill causal 8192 32/8 hd128 p16 [wgmma-ws] deterministic", PF_8K, -1, true, "(cost)", 0, 32, 2, false, false,
-     2, 0, 0, 0, true},
+     2, 0, true},
     {"prefill causal L1023 8192 [wgmma-ws] deterministic", PF_8K, 1023, true, "(cost)", 0, 32, 2, false, false, 2, 0,
-     0, 0, true},
+     true},
     /* the first workload again: the spread between two timings of one version */
     {"decode_fa2 b64 kv4096 32/8 hd128 p16 [2 warps] again", FA2_B64, -1, true, ">= 4.0 TB/s", 4000, 32, 2},
     /* --sweep: variants measured when the defaults were chosen (page layout and size;
@@ -542,42 +538,11 @@ static const bench_shape bench_shapes[] = {
     {"sweep decode_fa2 b64 kv4096 p64 NHD [2 warps]", FA2_B64_P64, -1, true, "(sweep)", 0, 32, 2, false, true},
     {"sweep decode_aiter b64 kv4096 p16 HND [2 warps]", AIT_B64, -1, true, "(sweep)", 0, 32, 2, true, true},
     {"sweep decode_fa2 L1023 b64 kv4096 [4 warps]", FA2_B64, 1023, true, "(sweep)", 0, 32, 4, false, true},
-    /* the warp-specialised engine's variants: the ring's stages and lag, ping-pong (their
-     * figures when the default was chosen: docs/kernels.md, Measured choices) */
-    /* the K/V loads of the warp-specialised engine: TMA boxes of whole tiles (page size 16: 4
-     * boxes of 16 keys per 64-key tile and matrix, times 2 halves of head_dim) against the
-     * cp.async gather, the default (the boxes were slower: docs/kernels.md, Measured
-     * choices) */
-    {"sweep prefill causal 8192 [wgmma-ws TMA]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 0, 2},
-    {"sweep prefill causal L1023 8192 [wgmma-ws TMA]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 0, 2},
-    {"sweep prefill causal 8192 [wgmma-ws ring 6/2]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 3},
-    {"sweep prefill causal L1023 8192 [wgmma-ws ring 6/2]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 3},
-    {"sweep prefill causal 8192 [wgmma-ws ring 4/1]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 1},
-    {"sweep prefill causal 8192 [wgmma-ws ping-pong]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 2},
-    {"sweep prefill causal L1023 8192 [wgmma-ws ping-pong]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 2},
     /* the warp-specialised engine's grid for 128-row tiles: one CTA per work item of 128 rows x kv
      * head against the default, the persistent kernel (one CTA per SM running its share of the
-     * work items, the next item's loads overlapping the current one's last tiles and epilogue;
-     * the ring 6/2, 4/1 and ping-pong rows above run one CTA per item: the persistent kernel
-     * takes the default ring only) */
-    {"sweep prefill causal 8192 [wgmma-ws per item]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 0, 0, -1},
-    {"sweep prefill causal L1023 8192 [wgmma-ws per item]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 0, 0, -1},
-    /* where a consumer rescales O, packs P and waits for P V (swa_wgmma_ws_cfg::RESCALE): the
-     * default (0: all three between two tiles' products) against 1 (the rescale and packing
-     * under the next tile's Q K^T, the P V wait hoisted by ptxas above the softmax) and 2 (1 with
-     * the wait split by a vote; the default before swa_ws_gather) */
-    {"sweep prefill causal 8192 [wgmma-ws rescale 1]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 5},
-    {"sweep prefill causal L1023 8192 [wgmma-ws rescale 1]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 5},
-    {"sweep prefill causal 8192 [wgmma-ws rescale 2]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 4},
-    {"sweep prefill causal L1023 8192 [wgmma-ws rescale 2]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 4},
-    {"sweep prefill causal 8192 [wgmma-ws per item rescale 2]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 4, 0, -1},
-    {"sweep prefill causal L1023 8192 [wgmma-ws per item rescale 2]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 4, 0, -1},
-    /* the producer's gather (swa_ws_gather): at most 4 or 2 threads per key row (the default 8),
-     * so fewer keys, page-table reads and addresses per producer thread */
-    {"sweep prefill causal 8192 [wgmma-ws gather 4]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 6},
-    {"sweep prefill causal L1023 8192 [wgmma-ws gather 4]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 6},
-    {"sweep prefill causal 8192 [wgmma-ws gather 2]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, 7},
-    {"sweep prefill causal L1023 8192 [wgmma-ws gather 2]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, 7},
+     * work items, the next item's loads overlapping the current one's last tiles and epilogue) */
+    {"sweep prefill causal 8192 [wgmma-ws per item]", PF_8K, -1, true, "(sweep)", 0, 32, 2, false, true, 2, -1},
+    {"sweep prefill causal L1023 8192 [wgmma-ws per item]", PF_8K, 1023, true, "(sweep)", 0, 32, 2, false, true, 2, -1},
     /* head_dim 256: the warp-specialised engine (one consumer warpgroup per CTA) against mma.sync */
     {"sweep prefill causal 8192 hd256 [wgmma-ws]", PF_8K_HD256, -1, true, "(sweep)", 0, 32, 2, false, true, 2},
     {"sweep prefill causal L1023 8192 hd256 [wgmma-ws]", PF_8K_HD256, 1023, true, "(sweep)", 0, 32, 2, false, true, 2},
@@ -795,17 +760,14 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
         swa_cuda_tuning saved = swa_cuda_tune;
         swa_cuda_tune.prefill_rows_per_warp = b->rows_per_warp;
         swa_cuda_tune.decode_warps = b->decode_warps;
-        swa_cuda_tune.prefill_ws_variant = b->ws_variant;
-        swa_cuda_tune.prefill_kv_loads = b->kv_loads;
         swa_cuda_tune.prefill_ws_ctas = b->ws_ctas;
         SWA_DEV_SYM(set_prefill_engine)(b->prefill_engine);
-        long wgmma_before = SWA_DEV_SYM(prefill_wgmma_launches)(), tma_before = SWA_DEV_SYM(prefill_tma_launches)();
+        long wgmma_before = SWA_DEV_SYM(prefill_wgmma_launches)();
         swa_cuda_last_kernel(NULL, 0);
         swa_status st = bench_run_shape(b, iters, &res, &e);
         if (st == SWA_OK && b->prefill_engine != 0 && SWA_DEV_SYM(prefill_wgmma_launches)() == wgmma_before)
             st = swa_error_set(&e, SWA_ERR_UNSUPPORTED, "no wgmma engine here (compute capability 9.0 and an sm_90a "
                                                          "build needed): mma.sync ran, not timed as wgmma");
-        const bool used_tma = SWA_DEV_SYM(prefill_tma_launches)() != tma_before;
         char kernel_note[192];
         swa_cuda_last_kernel(kernel_note, sizeof kernel_note); /* the variant the row timed */
         swa_cuda_tune = saved;
@@ -826,9 +788,8 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
         cJSON_AddNumberToObject(item, "rows_per_warp", b->rows_per_warp);
         cJSON_AddNumberToObject(item, "decode_warps", b->decode_warps);
         if (!strcmp(b->backend, "prefill"))
-            cJSON_AddStringToObject(item, "prefill_engine",
-                                    b->prefill_engine == 2 ? "wgmma-ws" : b->prefill_engine ? "wgmma" : "mma.sync");
-        if (b->prefill_engine == 2) cJSON_AddStringToObject(item, "kv_loads", used_tma ? "tma" : "cp.async");
+            cJSON_AddStringToObject(item, "prefill_engine", b->prefill_engine == 2 ? "wgmma-ws" : "mma.sync");
+        if (b->prefill_engine == 2) cJSON_AddStringToObject(item, "kv_loads", "cp.async");
         if (st == SWA_OK && kernel_note[0]) cJSON_AddStringToObject(item, "kernel", kernel_note);
         cJSON_AddItemToArray(arr, item);
         if (st != SWA_OK) {
@@ -845,7 +806,7 @@ extern "C" int swa_bench_cuda(int argc, char **argv)
         printf("%-50s %9.3f %9.3f %8.0f %s %7.1f%% %8.0f %s\n", b->name, res.median_ms, res.min_ms, rate,
                decode ? "GB/s" : "TF/s", 100.0 * rate / ceiling, b->target, b->target > 0 ? (met ? "yes" : "NO") : "-");
         printf("%-50s   plan: %s;%s spot check %d rows, max abs err %.2e\n", "", res.plan,
-               b->prefill_engine == 2 ? (used_tma ? " K/V by TMA;" : " K/V by cp.async;") : "", res.check_rows,
+               b->prefill_engine == 2 ? " K/V by cp.async;" : "", res.check_rows,
                res.check_max_err);
         if (!b->sweep) ran[nran++] = b; /* peers time the docs/kernels.md rows */
         cJSON_AddStringToObject(item, "plan", res.plan);

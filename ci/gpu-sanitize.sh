@@ -10,7 +10,7 @@
 #   SWADIFF_SANITIZE_PERSISTENT=1 (a Hopper GPU and an sm_90a build): both
 #               tools again over the case files whose prefill plans have
 #               128-row tiles, with SWADIFF_CUDA_PREFILL_ENGINE=
-#               wgmma-ws-persistent:2 (the persistent kernel, each of its
+#               wgmma-ws:2 (the persistent kernel, each of its
 #               two CTAs running several work items)
 #
 # Runs in-process (--no-isolate) so the sanitizer sees every kernel.  Writes
@@ -63,7 +63,7 @@ sanitize racecheck racecheck.txt racecheck "${racecheck_cases[@]}"
 if [ -n "${SWADIFF_SANITIZE_PERSISTENT:-}" ]; then
   persistent_cases=(cases/gqa_window_tile.json cases/window_right.json cases/chunked.json cases/empty_rows.json)
   for tool in memcheck racecheck; do
-    SWADIFF_CUDA_PREFILL_ENGINE=wgmma-ws-persistent:2 \
+    SWADIFF_CUDA_PREFILL_ENGINE=wgmma-ws:2 \
       sanitize $tool "$tool-persistent.txt" "$tool (persistent kernel)" "${persistent_cases[@]}"
   done
 fi

@@ -289,15 +289,14 @@ Test(gpu_ordering, graph_files_with_16_workers_repeated)
  * defaults: the warp-specialised wgmma prefill engine where it applies
  * (compute capability 9.0, an sm_90a build), else mma.sync with 32 rows per
  * warp for 128-row tiles; 2-warp decode CTAs): the mma.sync engine, its
- * 64-row prefill CTAs, both wgmma engines by name, 4-warp decode CTAs */
+ * 64-row prefill CTAs, the wgmma engine by name and its grids, 4-warp
+ * decode CTAs */
 
 #ifdef SWADIFF_HAVE_CUDA /* the knobs exist only in a CUDA build (else main skips with 77) */
 void swa_cuda_set_tuning(int prefill_rows_per_warp, int decode_warps); /* cuda_common.cu */
 void swa_cuda_set_prefill_engine(int engine);                          /* cuda_common.cu */
 int swa_cuda_prefill_wgmma_available(void);                            /* prefill.cu */
 long swa_cuda_prefill_wgmma_launches(void);                            /* prefill.cu */
-long swa_cuda_prefill_tma_launches(void);                              /* prefill.cu */
-void swa_cuda_set_prefill_kv_loads(int kv_loads);                      /* cuda_common.cu */
 void swa_cuda_set_prefill_ws_ctas(int ctas);                          /* cuda_common.cu */
 enum { WS_CTAS_PER_SM = 0, WS_CTAS_PER_ITEM = -1 }; /* its grids besides N CTAs (cuda_internal.cuh SWA_WS_CTAS_*) */
 
@@ -321,8 +320,7 @@ Test(gpu_variants, prefill_one_m_tile_per_warp)
         check_shape(&prefill_shapes[n], &swa_backend_prefill, false, 0);
 }
 
-/* The Hopper wgmma prefill engine (prefill_engine 1; attn_engine_sm90.cuh)
- * runs 64- and 128-row plan tiles of head_dim 64/128/256.  Every shape here
+/* The Hopper wgmma prefill engine (attn_engine_sm90.cuh) runs 64- and 128-row plan tiles of head_dim 64/128/256.  Every shape here
  * plans such tiles (average packed rows per request > 16), so each run
  * must reach the wgmma kernel: fp16 and bf16, head_dim 64, 128 and 256, causal
  * without a window, windows 0 / mid-tile / a whole 64- or 128-key tile /
@@ -348,70 +346,46 @@ static const gpu_shape prefill_wgmma_shapes[] = {
     {"wg soft cap 2 hd64 64-row", 1, {40}, {100}, 4, 4, 64, 16, 16, FP16, NHD, PAGED, false, 2},
     {"wg hd128 64-row window 10", 2, {50, 40}, {80, 40}, 4, 4, 128, 16, 10, BF16},
     {"wg mistral-like 32/8 L4096", 1, {300}, {5000}, 32, 8, 128, 16, 4096, FP16},
-    /* page sizes the TMA boxes take besides 16 (8, 32, 64, above 64), NHD and HND, partial last tiles */
-    {"wg TMA page 64 HND L200", 2, {180, 70}, {700, 333}, 8, 2, 128, 64, 200, BF16, HND},
-    {"wg TMA page 128 G4 causal", 1, {256}, {1100}, 16, 4, 128, 128, -1, FP16},
-    {"wg TMA page 8 hd64 L63", 2, {100, 77}, {300, 200}, 4, 2, 64, 8, 63, FP16},
-    {"wg TMA page 32 HND split L500", 1, {48}, {3500}, 8, 2, 128, 32, 500, BF16, HND},
+    /* page sizes 8, 32, 64 and above 64, NHD and HND, partial last tiles */
+    {"wg page 64 HND L200", 2, {180, 70}, {700, 333}, 8, 2, 128, 64, 200, BF16, HND},
+    {"wg page 128 G4 causal", 1, {256}, {1100}, 16, 4, 128, 128, -1, FP16},
+    {"wg page 8 hd64 L63", 2, {100, 77}, {300, 200}, 4, 2, 64, 8, 63, FP16},
+    {"wg page 32 HND split L500", 1, {48}, {3500}, 8, 2, 128, 32, 500, BF16, HND},
     /* head_dim 256 (one consumer warpgroup of 64 rows; a 128-row plan tile as two CTAs) */
     {"wg hd256 G2 window 100", 1, {200}, {600}, 8, 4, 256, 16, 100, FP16},
     {"wg hd256 split HND page 13 L1023", 2, {40, 8}, {3000, 2100}, 8, 2, 256, 13, 1023, BF16, HND},
     {"wg hd256 ragged G4 causal", 2, {150, 64}, {300, 64}, 8, 2, 256, 16, -1, FP16, NHD, RAGGED},
     {"wg hd256 soft cap 50 L32", 1, {96}, {200}, 4, 2, 256, 16, 32, BF16, NHD, PAGED, false, 50},
-    {"wg hd256 TMA page 64 HND L200", 1, {130}, {500}, 4, 2, 256, 64, 200, FP16, HND},
+    {"wg hd256 page 64 HND L200", 1, {130}, {500}, 4, 2, 256, 64, 200, FP16, HND},
 };
-
-/* Whether the warp-specialised engine loads (some of) a shape's K/V tiles
- * by TMA: ragged, or pages of 8, 16, 32 or a multiple of 64 keys, and a
- * whole 64-key tile in some CTA's KV range (every shape above with a
- * request of 64 keys or more has one). */
-static bool shape_takes_tma(const gpu_shape *t)
-{
-    int ps = t->page_size, max_kv = 0;
-    for (int i = 0; i < t->num_requests; i++) max_kv = t->kv_len[i] > max_kv ? t->kv_len[i] : max_kv;
-    bool boxes = t->kv_mode == RAGGED || ps % 64 == 0 || ps == 8 || ps == 16 || ps == 32;
-    return boxes && max_kv >= 64;
-}
 
 /* Turns the wgmma engine on: skipped on a GPU that is not compute
  * capability 9.0 (sm_90a code runs there only); on one that is, the build
  * must have it. */
-static void wgmma_engine_on_as(int engine)
+static void wgmma_engine_on(void)
 {
     char buf[256];
     CUDA_DEV->describe(buf, sizeof buf);
     if (!strstr(buf, ", cc 9.0,"))
         cr_skip_test("the wgmma prefill engine needs compute capability 9.0 (sm_90a): %s", buf);
-    swa_cuda_set_prefill_engine(engine);
+    swa_cuda_set_prefill_engine(2);
     cr_assert_eq(swa_cuda_prefill_wgmma_available(), 1,
                  "compute capability 9.0, but the loaded image has no wgmma engine (build with "
                  "SWADIFF_CUDA_ARCHITECTURES=90a): %s",
                  buf);
 }
 
-/* 1: the serial wgmma engine (each product waited for); 2: the
- * warp-specialised one (a producer warpgroup, products overlapped with the
- * softmax) */
-static void wgmma_engine_on(void) { wgmma_engine_on_as(1); }
-static void wgmma_ws_engine_on(void) { wgmma_engine_on_as(2); }
-
-/* tma: 1 the warp-specialised engine must load the K/V tiles of the shapes
- * that allow it by TMA, 0 none may (the serial engine, or the gather
- * asked for), -1 either (the default); note: a text the kernel the run
- * names must contain (NULL: any) */
-static void run_wgmma_shapes_noting(int tma, const char *note)
+/* Every wgmma shape, each of which must reach the wgmma kernel; note: a
+ * text the kernel of each 128-row run must contain (NULL: any). */
+static void run_wgmma_shapes_noting(const char *note)
 {
     int noted = 0;
     for (size_t n = 0; n < N_ELEMS(prefill_wgmma_shapes); n++) {
         const gpu_shape *t = &prefill_wgmma_shapes[n];
-        long before = swa_cuda_prefill_wgmma_launches(), tma_before = swa_cuda_prefill_tma_launches();
+        long before = swa_cuda_prefill_wgmma_launches();
         check_shape(t, &swa_backend_prefill, false, 0);
         cr_expect_eq(swa_cuda_prefill_wgmma_launches() - before, 1, "%s: the prefill run did not use the wgmma kernel",
                      t->name);
-        long want = tma == 1 && shape_takes_tma(t) ? 1 : 0;
-        if (tma >= 0)
-            cr_expect_eq(swa_cuda_prefill_tma_launches() - tma_before, want, "%s: %s K/V loads by TMA", t->name,
-                         want ? "expected" : "unexpected");
         if (note) {
             /* the persistent kernel takes the 128-row tiles (two consumer warpgroups) */
             char kernel[192] = "";
@@ -425,63 +399,29 @@ static void run_wgmma_shapes_noting(int tma, const char *note)
     }
     if (note) cr_expect_gt(noted, 0, "no shape ran on 128-row tiles");
 }
-static void run_wgmma_shapes(int tma) { run_wgmma_shapes_noting(tma, NULL); }
-
-Test(gpu_variants, prefill_wgmma_engine)
-{
-    wgmma_engine_on();
-    run_wgmma_shapes(0);
-}
-
-/* the warp-specialised engine with its default K/V loads, with the
- * cp.async gather asked for, and with TMA boxes asked for (every shape
- * whose page size allows them must take them) */
 Test(gpu_variants, prefill_wgmma_ws_engine)
 {
-    wgmma_ws_engine_on();
-    run_wgmma_shapes(-1);
-}
-
-Test(gpu_variants, prefill_wgmma_ws_engine_cp_async_loads)
-{
-    wgmma_ws_engine_on();
-    swa_cuda_set_prefill_kv_loads(1);
-    run_wgmma_shapes(0);
-}
-
-Test(gpu_variants, prefill_wgmma_ws_engine_tma_loads)
-{
-    wgmma_ws_engine_on();
-    swa_cuda_set_prefill_kv_loads(2);
-    run_wgmma_shapes(1);
+    wgmma_engine_on();
+    run_wgmma_shapes_noting(NULL);
 }
 
 /* The warp-specialised engine's persistent kernel (128-row tiles): one
  * CTA running every work item of a shape in turn (the ring's and the Q
  * buffers' barrier phases wrap across items, the next item's loads overlap
- * the last one's epilogue), with the gather and with TMA boxes, and three
- * CTAs sharing the items (the snake order).  Every shape here has several
+ * the last one's epilogue), and three CTAs sharing the items (the snake order).  Every shape here has several
  * work items (heads or tiles). */
 Test(gpu_variants, prefill_wgmma_ws_engine_one_persistent_cta)
 {
-    wgmma_ws_engine_on();
+    wgmma_engine_on();
     swa_cuda_set_prefill_ws_ctas(1);
-    run_wgmma_shapes_noting(0, "persistent: 1 CTA for ");
-}
-
-Test(gpu_variants, prefill_wgmma_ws_engine_one_persistent_cta_tma_loads)
-{
-    wgmma_ws_engine_on();
-    swa_cuda_set_prefill_ws_ctas(1);
-    swa_cuda_set_prefill_kv_loads(2);
-    run_wgmma_shapes_noting(1, "persistent: 1 CTA for ");
+    run_wgmma_shapes_noting("persistent: 1 CTA for ");
 }
 
 Test(gpu_variants, prefill_wgmma_ws_engine_three_persistent_ctas)
 {
-    wgmma_ws_engine_on();
+    wgmma_engine_on();
     swa_cuda_set_prefill_ws_ctas(3);
-    run_wgmma_shapes_noting(-1, "persistent: 3 CTAs for ");
+    run_wgmma_shapes_noting("persistent: 3 CTAs for ");
 }
 
 /* The grids of a shape with more 128-row work items than the GPU has SMs
@@ -502,20 +442,20 @@ static void run_many_items(bool persistent)
 
 Test(gpu_variants, prefill_wgmma_ws_engine_default_grid_is_persistent)
 {
-    wgmma_ws_engine_on();
+    wgmma_engine_on();
     run_many_items(true);
 }
 
 Test(gpu_variants, prefill_wgmma_ws_engine_persistent_cta_per_sm)
 {
-    wgmma_ws_engine_on();
+    wgmma_engine_on();
     swa_cuda_set_prefill_ws_ctas(WS_CTAS_PER_SM);
     run_many_items(true);
 }
 
 Test(gpu_variants, prefill_wgmma_ws_engine_cta_per_item)
 {
-    wgmma_ws_engine_on();
+    wgmma_engine_on();
     swa_cuda_set_prefill_ws_ctas(WS_CTAS_PER_ITEM);
     run_many_items(false);
 }
@@ -530,15 +470,9 @@ static void run_common_prefill_shapes_on_wgmma(void)
     cr_expect_gt(swa_cuda_prefill_wgmma_launches() - before, 0, "no common prefill shape reached the wgmma kernel");
 }
 
-Test(gpu_variants, prefill_wgmma_engine_common_shapes)
-{
-    wgmma_engine_on();
-    run_common_prefill_shapes_on_wgmma();
-}
-
 Test(gpu_variants, prefill_wgmma_ws_engine_common_shapes)
 {
-    wgmma_ws_engine_on();
+    wgmma_engine_on();
     run_common_prefill_shapes_on_wgmma();
 }
 
@@ -684,22 +618,16 @@ static void run_wgmma_mutants(void)
     }
 }
 
-Test(gpu_mutants, prefill_on_the_wgmma_engine)
-{
-    wgmma_engine_on();
-    run_wgmma_mutants();
-}
-
 Test(gpu_mutants, prefill_on_the_wgmma_ws_engine)
 {
-    wgmma_ws_engine_on();
+    wgmma_engine_on();
     run_wgmma_mutants();
 }
 
 /* ... and with one persistent CTA running all of a case's work items */
 Test(gpu_mutants, prefill_on_the_wgmma_ws_engine_one_persistent_cta)
 {
-    wgmma_ws_engine_on();
+    wgmma_engine_on();
     swa_cuda_set_prefill_ws_ctas(1);
     run_wgmma_mutants();
 }
@@ -757,9 +685,8 @@ Test(gpu_device, device_fault_becomes_an_error_status)
 
 #ifdef SWADIFF_HAVE_CUDA /* a CUDA build's variable (else main skips with 77) */
 /* SWADIFF_CUDA_PREFILL_ENGINE picks the prefill engine of a whole run:
- * "mma" and (on compute capability 9.0) "wgmma", "wgmma-ws",
- * "wgmma-ws-per-item" and "wgmma-ws-persistent[:N]" run a prefill case
- * file and pass; any other value makes every prefill result an error
+ * "mma" and (on compute capability 9.0) "wgmma-ws" and "wgmma-ws:N" run a
+ * prefill case file and pass; any other value makes every prefill result an error
  * naming the variable, never a silent default.  The binary and the source tree: $SWADIFF_BINARY and
  * $SWADIFF_SOURCE_DIR (a GPU machine running a bundle), or the build's. */
 static int run_case_with_engine(const char *value, const char *case_file, const char *dir, char *out, size_t n)
@@ -809,40 +736,36 @@ Test(gpu_env, prefill_engine_variable)
     char buf[256];
     CUDA_DEV->describe(buf, sizeof buf);
     bool hopper = strstr(buf, ", cc 9.0,") != NULL;
-    static const char *const wg_names[] = {"wgmma", "wgmma-ws", "wgmma-ws-per-item"};
-    for (int w = 0; w < 3; w++) {
-        rc = run_with_engine(wg_names[w], dir, out, sizeof out);
-        snprintf(report, sizeof report, "%s/%s/report.json", dir, wg_names[w]);
-        if (hopper && swa_cuda_prefill_wgmma_available()) {
-            cr_expect_eq(rc, 0, "SWADIFF_CUDA_PREFILL_ENGINE=%s on %s: exit %d\n%s", wg_names[w], buf, rc, out);
-            char want[64];
-            snprintf(want, sizeof want, "\"kernel\":\t\"prefill %s", w ? "wgmma-ws: " : "wgmma (serial): ");
-            cr_expect(file_contains(report, want), "SWADIFF_CUDA_PREFILL_ENGINE=%s: the results should name the "
-                      "kernel (%s in %s)", wg_names[w], want, report);
-        } else
-            cr_expect(rc == 3 && file_contains(report, "has no wgmma engine"),
-                      "SWADIFF_CUDA_PREFILL_ENGINE=%s without the engine: exit %d (expected 3 and a reason)\n%s",
-                      wg_names[w], rc, out);
-    }
+    rc = run_with_engine("wgmma-ws", dir, out, sizeof out);
+    snprintf(report, sizeof report, "%s/wgmma-ws/report.json", dir);
+    if (hopper && swa_cuda_prefill_wgmma_available()) {
+        cr_expect_eq(rc, 0, "SWADIFF_CUDA_PREFILL_ENGINE=wgmma-ws on %s: exit %d\n%s", buf, rc, out);
+        cr_expect(file_contains(report, "\"kernel\":\t\"prefill wgmma-ws: "),
+                  "SWADIFF_CUDA_PREFILL_ENGINE=wgmma-ws: the results should name the kernel (%s)", report);
+    } else
+        cr_expect(rc == 3 && file_contains(report, "has no wgmma engine"),
+                  "SWADIFF_CUDA_PREFILL_ENGINE=wgmma-ws without the engine: exit %d (expected 3 and a reason)\n%s",
+                  rc, out);
 
     /* the persistent kernel on one CTA: a case file whose plans have
      * 128-row tiles (the kernel's shape), every work item of a case run
      * by that CTA in turn */
-    rc = run_case_with_engine("wgmma-ws-persistent:1", "gqa_window_tile.json", dir, out, sizeof out);
-    snprintf(report, sizeof report, "%s/wgmma-ws-persistent:1/report.json", dir);
+    rc = run_case_with_engine("wgmma-ws:1", "gqa_window_tile.json", dir, out, sizeof out);
+    snprintf(report, sizeof report, "%s/wgmma-ws:1/report.json", dir);
     if (hopper && swa_cuda_prefill_wgmma_available()) {
-        cr_expect_eq(rc, 0, "SWADIFF_CUDA_PREFILL_ENGINE=wgmma-ws-persistent:1 on %s: exit %d\n%s", buf, rc, out);
+        cr_expect_eq(rc, 0, "SWADIFF_CUDA_PREFILL_ENGINE=wgmma-ws:1 on %s: exit %d\n%s", buf, rc, out);
         cr_expect(file_contains(report, ", persistent: 1 CTA for "),
-                  "SWADIFF_CUDA_PREFILL_ENGINE=wgmma-ws-persistent:1: the results should name the persistent kernel "
+                  "SWADIFF_CUDA_PREFILL_ENGINE=wgmma-ws:1: the results should name the persistent kernel "
                   "on one CTA (%s)", report);
     } else
-        cr_expect(rc == 3 && file_contains(report, "SWADIFF_CUDA_PREFILL_ENGINE=wgmma-ws-persistent:1: this GPU"),
-                  "SWADIFF_CUDA_PREFILL_ENGINE=wgmma-ws-persistent:1 without the engine: exit %d (expected 3 and a "
+        cr_expect(rc == 3 && file_contains(report, "SWADIFF_CUDA_PREFILL_ENGINE=wgmma-ws:1: this GPU"),
+                  "SWADIFF_CUDA_PREFILL_ENGINE=wgmma-ws:1 without the engine: exit %d (expected 3 and a "
                   "reason naming the value)\n%s", rc, out);
 
-    static const char *const bad[] = {"bogus", "wgmma-ws-persistent:0", "wgmma-ws-persistent:2x",
-                                      "wgmma-ws-persistentX", "wgmma-ws-per-item:2"};
-    for (int b = 0; b < 5; b++) {
+    /* the values of the engines that are gone (issue 31) are errors too */
+    static const char *const bad[] = {"bogus", "wgmma-ws:0", "wgmma-ws:2x", "wgmma-wsX", "wgmma",
+                                      "wgmma-ws-per-item", "wgmma-ws-persistent:2"};
+    for (int b = 0; b < 7; b++) {
         rc = run_with_engine(bad[b], dir, out, sizeof out);
         snprintf(report, sizeof report, "%s/%s/report.json", dir, bad[b]);
         cr_expect_eq(rc, 3, "SWADIFF_CUDA_PREFILL_ENGINE=%s: exit %d (expected 3: error results)\n%s", bad[b], rc, out);

@@ -70,12 +70,11 @@ Test(launch_choice, prefill_follows_the_dispatch_rule_on_each_target)
     cr_expect_eq(c.kernel, SWA_PK_PORTABLE_16);
     cr_expect_eq(c.sub_tiles, 8);
     cr_expect_eq(c.items, 3 * 8 * 2);
-    /* the serial wgmma engine when the knob asks for it */
+    /* the knob turns the wgmma engine off (SWADIFF_CUDA_PREFILL_ENGINE=mma) */
     knob = h200;
-    knob.prefill_engine = 1;
-    cr_expect_eq(prefill(&knob, 128, 128, 4, 8).kernel, SWA_PK_WGMMA_128);
     knob.prefill_engine = 0;
     cr_expect_eq(prefill(&knob, 128, 128, 4, 8).kernel, SWA_PK_MMA_128);
+    cr_expect_eq(prefill(&knob, 256, 64, 4, 8).kernel, SWA_PK_MMA_64);
 }
 
 Test(launch_choice, the_persistent_grid_takes_over_when_items_outnumber_the_sms)
@@ -184,6 +183,11 @@ Test(launch_choice, records_read_back_and_bad_text_is_named)
                                          &t, &err),
                  SWA_ERR_INVALID);
     cr_expect(strstr(err.message, "sm_count must be a whole number from 1"), "%s", err.message);
+    cr_expect_eq(swa_launch_target_parse("portable=0;wgmma=1;sm_count=132;prefill_engine=1;rows_per_warp=32;"
+                                         "decode_warps=2;ws_ctas=0",
+                                         &t, &err),
+                 SWA_ERR_INVALID, "the serial wgmma engine (prefill_engine 1) is gone");
+    cr_expect(strstr(err.message, "prefill_engine 1 (the serial wgmma engine) is gone"), "%s", err.message);
     cr_expect_eq(swa_launch_target_parse("portable=0;wgmma=1", &t, &err), SWA_ERR_INVALID);
     cr_expect(strstr(err.message, "expected sm_count="), "%s", err.message);
 }
@@ -203,7 +207,8 @@ Test(launch_choice, each_target_takes_only_its_own_kernels)
     cr_expect(has(&s, SWA_LA_PREFILL_KERNEL, "wgmma_ws_128") && has(&s, SWA_LA_PREFILL_KERNEL, "wgmma_ws_64") &&
               has(&s, SWA_LA_PREFILL_KERNEL, "mma_sync_16"));
     cr_expect_not(has(&s, SWA_LA_PREFILL_KERNEL, "mma_sync_128"), "no mma.sync 128-row kernel where wgmma runs");
-    cr_expect_not(has(&s, SWA_LA_PREFILL_KERNEL, "wgmma_128"), "the serial engine only by the knob");
+    cr_expect_not(has(&s, SWA_LA_PREFILL_KERNEL, "mma_sync_64"),
+                  "every 64- and 128-row tile runs on the wgmma engine where it is ready");
     cr_expect(has(&s, SWA_LA_PREFILL_GRID, "persistent"));
     cr_expect_not(has(&s, SWA_LA_PREFILL_SUB_TILES, "2"), "head_dim 256 never gets a 128-row tile");
     cr_expect(has(&s, SWA_LA_FA2_ROW_BLOCKS, "5_up") && has(&s, SWA_LA_AITER_PARTITIONS, "17_up"));

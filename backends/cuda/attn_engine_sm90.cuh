@@ -6,13 +6,14 @@
  * ldmatrix-reads every K and V tile).  wgmma lets one warpgroup (4 warps,
  * 64 query rows) read a B operand from shared memory once.
  *
- * Shape (swa_wgmma_cfg): WG consumer warpgroups (2 for 128-row plan tiles,
- * 1 for 64-row ones), 64 rows each, KV tiles of 64 keys, head_dim 64 or 128
- * (head_dim 256: one warpgroup, so a 128-row plan tile runs as two CTAs, and
- * P V as two m64n128k16 per k-step), fp16 and bf16.  Per KV tile:
- *  - all threads fill a STAGES-deep cp.async ring (16-byte copies, page
- *    lookup one tile ahead, invalid keys zero-filled), exactly as the
- *    mma.sync engine does, only into the wgmma layout below;
+ * Shape (swa_wgmma_ws_cfg): WG consumer warpgroups (2 for 128-row plan tiles,
+ * 1 for 64-row ones), 64 rows each, and one producer warpgroup; KV tiles of
+ * 64 keys, head_dim 64 or 128 (head_dim 256: one consumer warpgroup, so a
+ * 128-row plan tile runs as two CTAs, and P V as two m64n128k16 per
+ * k-step), fp16 and bf16.  Per KV tile:
+ *  - the producer fills a STAGES-deep cp.async ring (16-byte copies, page
+ *    lookup one tile ahead, invalid keys zero-filled: swa_ws_gather) in the
+ *    wgmma layout below;
  *  - S = Q K^T: D/16 x wgmma m64n64k16, A = Q and B = K both from shared
  *    memory (descriptors), both K-major;
  *  - scale / soft cap / mask / online softmax on the accumulator with the
@@ -29,19 +30,19 @@
  *  - epilogue as the mma.sync engine's with one key split:
  *    swa_state_inv_sum, the FINITE_SENTINEL hook, write_row per 8 dims.
  *
- * This serial engine waits for every wgmma batch (wait_group 0) before
- * its result is used and has no TMA (the paged K/V rows are gathered by
- * cp.async).  swa_attn_engine_wgmma_ws below is the warp-specialised
- * variant (a producer warpgroup loading whole tiles by TMA, mbarriers,
- * softmax overlapped with P V, optional ping-pong), the default on
- * Hopper: faster than this serial engine on both prefill shapes once the
- * address arithmetic was cut (swa_kv_addr; at parity before), both with
- * cp.async loads (docs/kernels.md, Measured choices).
+ * One engine, warp-specialised, in two kernels (swa_attn_engine_wgmma_ws,
+ * one CTA per work item, and swa_attn_engine_wgmma_wsp, persistent): the
+ * ring is guarded by mbarriers, and the consumers overlap the softmax of
+ * one tile with the P V of the previous one.  The serial wgmma engine,
+ * the TMA K/V loads, ping-pong and the other ring and rescale variants it
+ * was measured against are gone (issue 31; their figures are in
+ * docs/kernels.md, Measured choices, and in git history).
  *
  * Shared memory (base aligned to 1024 bytes by hand; the swizzle pattern
  * repeats every 1024 bytes and the descriptors' base offset is 0):
- *   Q [ROWS x D], then STAGES x (K [64 x D], V [64 x D]); the epilogue
- *   reuses the ring.  Each matrix is D/64 blocks of [rows][64 elements]
+ *   Q [ROWS x D] (two buffers in the persistent kernel), then STAGES x
+ *   (K [64 x D], V [64 x D]), then the mbarriers; the per-item kernel's
+ *   epilogue reuses the ring.  Each matrix is D/64 blocks of [rows][64 elements]
  *   (128-byte rows), in the canonical 128-byte swizzle:
  *     byte(row, dim) = (dim/64) * rows*128 + row*128
  *                      + (((dim%64)/8) ^ (row%8)) * 16 + (dim%8) * 2
@@ -75,13 +76,14 @@
  * 128B: LBO = one [rows][64] block, SBO = 1024, k-step + 2048; K-major 128B:
  * SBO = 1024, k-step +32 bytes and a block jump every 4 steps).
  *
- * Ordering (PTX rules for wgmma): cp.async data is waited for by each
- * thread, made visible to the async proxy (fence.proxy.async.shared::cta,
- * which wgmma's shared-memory reads go through), then __syncthreads; a
+ * Ordering (PTX rules for wgmma): cp.async data is waited for by the
+ * thread that copied it and made visible to the async proxy
+ * (fence.proxy.async.shared::cta, which wgmma's shared-memory reads go
+ * through) before the mbarrier arrival that publishes it; a
  * wgmma.fence precedes each batch (the accumulators and the P fragments
- * were written by ordinary instructions); commit_group + wait_group 0
- * before S or O is read, and before the __syncthreads after which the
- * ring stage is refilled.  Empty asm statements pin the accumulator
+ * were written by ordinary instructions); commit_group + wait_group
+ * before S or O is read, and before the arrival that lets the producer
+ * refill the ring stage.  Empty asm statements pin the accumulator
  * registers on either side of a batch so the compiler does not move
  * ordinary reads or writes of them across it (CuTe's
  * warpgroup_fence_operand does the same).
@@ -91,15 +93,15 @@
  * kernel and prefill.cu asks the loaded image (swa_prefill_wgmma_built)
  * before dispatching here.  Nothing of it is in the ROCm or portable build.
  *
- * Test: tests/gpu_test_kernels.c (gpu_variants: prefill with the wgmma
- * engine, skipped on a GPU that is not compute capability 9.0). */
+ * Test: tests/gpu_test_kernels.c (gpu_variants: prefill on the wgmma
+ * engine and its grids, skipped on a GPU that is not compute capability
+ * 9.0). */
 #ifndef SWADIFF_CUDA_ATTN_ENGINE_SM90_CUH
 #define SWADIFF_CUDA_ATTN_ENGINE_SM90_CUH
 
 #include "backends/cuda/attn_engine.cuh"
 
 #if SWA_TENSOR_CORE_ENGINE
-#include <cuda.h> /* CUtensorMap (the type; prefill.cu encodes it through the runtime's driver entry point) */
 
 /* 1 in the device pass for sm_90a (wgmma exists there and nowhere else) */
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -110,65 +112,15 @@
 
 namespace SWA_NS {
 
-/* Shape of the wgmma engine: WG warpgroups of 64 rows, 64-key tiles. */
-template <int D_, int WG_, int STAGES_ = 0> struct swa_wgmma_cfg {
-    static constexpr int D = D_, WG = WG_;
-    static constexpr int NW = 4 * WG, THREADS = NW * 32, ROWS = 64 * WG;
-    static constexpr int TK = 64, NT = 64; /* keys per tile (one warp sees all of them) */
-    static constexpr int STAGES = STAGES_ ? STAGES_ : 3;
-    static constexpr int Q_BYTES = ROWS * D * 2;
-    static constexpr int TILE_BYTES = TK * D * 2; /* one K or V tile */
-    static constexpr int STAGE_BYTES = 2 * TILE_BYTES;
-    static constexpr int RING_BYTES = STAGES * STAGE_BYTES;
-    static constexpr int EPI_STRIDE = D + 8; /* floats */
-    static constexpr int EPI_BYTES = ROWS * EPI_STRIDE * 4 + 2 * ROWS * 4;
-    static constexpr int ALIGN = 1024; /* the 128-byte swizzle pattern's period */
-    static constexpr int SMEM_BYTES = ALIGN + Q_BYTES + (RING_BYTES > EPI_BYTES ? RING_BYTES : EPI_BYTES);
-    static constexpr int CHUNKS = D / 8;               /* 16-byte chunks per row */
-    static constexpr int LOADS = TK * CHUNKS / THREADS; /* K (and V) chunks per thread per tile */
-    static constexpr int MIN_BLOCKS = D <= 64 ? 2 : 1;  /* __launch_bounds__ */
-    static_assert(D == 64 || D == 128 || (D == 256 && WG == 1),
-                  "wgmma engine: head_dim 64 or 128, or 256 on one warpgroup (O is 128 registers per thread)");
-    static_assert(WG == 1 || WG == 2, "wgmma engine: one or two warpgroups");
-    static_assert(STAGES >= 2, "wgmma engine: a ring of at least two stages");
-    static_assert(THREADS % CHUNKS == 0 && (TK * CHUNKS) % THREADS == 0, "tile loads must split evenly");
-    static_assert(SMEM_BYTES <= 227 * 1024, "wgmma engine: shared memory over the sm_90 limit");
-};
-
 /* Shape of the warp-specialised engine (swa_attn_engine_wgmma_ws): WG
  * consumer warpgroups of 64 rows and one producer warpgroup (the last),
  * a STAGES-deep ring with a full and an empty mbarrier per stage; the
- * producer signals a stage LAG tiles after issuing it (once its copies
- * have landed: cp.async.wait_group LAG). */
-template <int D_, int WG_, int STAGES_ = (D_ == 256 ? 3 : 5), int LAG_ = 1, bool PINGPONG_ = false, int RESCALE_ = 0,
-          int KV_TPK_ = 8>
-struct swa_wgmma_ws_cfg {
+ * producer signals a stage LAG = 1 tile after issuing it (once its copies
+ * have landed: cp.async.wait_group LAG); KV_TPK = 8 producer threads per
+ * key row (a 128-byte line each). */
+template <int D_, int WG_> struct swa_wgmma_ws_cfg {
     static constexpr int D = D_, WG = WG_;
-    static constexpr bool PINGPONG = PINGPONG_ && WG_ == 2; /* the two consumers take turns issuing */
-    /* where a consumer rescales O by tile j's change of maximum, packs P_j
-     * and waits for P_{j-1} V_{j-1} (swa_ws_consume_tiles):
-     *  0  (the default; ping-pong's) all three once P_{j-1} V_{j-1} has
-     *     landed, before the next tile's products are issued;
-     *  1  the rescale and the packing after S_{j+1} = Q K_{j+1}^T is
-     *     issued, while it runs;
-     *  2  as 1, with the wait for P_{j-1} V_{j-1} in both branches of a
-     *     vote on whether tile j moved a maximum.  ptxas hoists a wgmma
-     *     wait above independent work in its block: in the SASS of 0 and 1
-     *     the wait came right after the mask, so S_j's softmax ran after
-     *     P_{j-1} V_{j-1} had landed instead of under it; the vote ends
-     *     the softmax's block.
-     * 2 won while each CTA ran one work item and the producer did its
-     * address work per key; with swa_ws_gather, on the persistent kernel
-     * (the default grid), 0 wins: the figures are docs/kernels.md's
-     * (Measured choices). */
-    static constexpr int RESCALE = RESCALE_;
-    /* the producer's gather: at most KV_TPK threads per key row
-     * (swa_ws_gather); 8 is the default, 4 and 2 are bench --sweep rows
-     * (their figures: docs/kernels.md, Measured choices) */
-    static constexpr int KV_TPK = KV_TPK_;
-    static_assert(KV_TPK_ == 2 || KV_TPK_ == 4 || KV_TPK_ == 8, "wgmma engine: 2, 4 or 8 producer threads per key row");
-    static_assert(RESCALE_ >= 0 && RESCALE_ <= 2, "wgmma engine: rescale placement 0, 1 or 2");
-    static_assert(RESCALE_ == 0 || !PINGPONG_, "wgmma engine: ping-pong rescales between the products");
+    static constexpr int KV_TPK = 8;
     static constexpr int NW = 4 * (WG + 1), THREADS = NW * 32, ROWS = 64 * WG;
     static constexpr int CONSUMERS = 128 * WG, PRODUCERS = 128;
     /* 64-key tiles, as the host emulation's and the other engines': 128-key
@@ -177,7 +129,7 @@ struct swa_wgmma_ws_cfg {
      * edge-tile mutant then no longer breaks the same elements as on the
      * host) */
     static constexpr int TK = 64, NT = 64;
-    static constexpr int STAGES = STAGES_, LAG = LAG_;
+    static constexpr int STAGES = D_ == 256 ? 3 : 5, LAG = 1;
     static constexpr int Q_BYTES = ROWS * D * 2;
     static constexpr int TILE_BYTES = TK * D * 2;
     static constexpr int STAGE_BYTES = 2 * TILE_BYTES;
@@ -209,9 +161,8 @@ struct swa_wgmma_ws_cfg {
  * the consumers finish the current one), a full and an empty mbarrier per
  * Q buffer besides the ring's, and no epilogue buffer (the consumers
  * write their rows from registers). */
-template <int D_, int WG_, int STAGES_ = 5, int LAG_ = 1, int RESCALE_ = 0, int KV_TPK_ = 8>
-struct swa_wgmma_wsp_cfg : swa_wgmma_ws_cfg<D_, WG_, STAGES_, LAG_, false, RESCALE_, KV_TPK_> {
-    typedef swa_wgmma_ws_cfg<D_, WG_, STAGES_, LAG_, false, RESCALE_, KV_TPK_> base;
+template <int D_, int WG_> struct swa_wgmma_wsp_cfg : swa_wgmma_ws_cfg<D_, WG_> {
+    typedef swa_wgmma_ws_cfg<D_, WG_> base;
     static constexpr int BAR_BYTES = (2 * base::STAGES + 4) * 8; /* full[STAGES], empty[STAGES], q_full[2], q_empty[2] */
     static constexpr int SMEM_BYTES = base::ALIGN + 2 * base::Q_BYTES + base::RING_BYTES + BAR_BYTES;
     static_assert(SMEM_BYTES <= 227 * 1024, "wgmma engine: shared memory over the sm_90 limit");
@@ -232,24 +183,6 @@ struct swa_ws_sched {
         const long long idx = (long long)k * G + ((k & 1) ? G - 1 - b : b);
         return idx < items ? items - 1 - (int)idx : -1;
     }
-};
-
-/* The warp-specialised engine's TMA view of the K and V caches (a kernel
- * parameter, __grid_constant__): two 4-D tensor maps over the whole pool,
- * 128-byte swizzle, boxes of 64 dims x `rows` keys of one kv head, so a
- * box lands in shared memory exactly as the cp.async gather writes a
- * 128-byte-swizzled [rows][64] block (swa_sw128_off).  Paged NHD [page]
- * [slot][head][D]: dims (D, heads, page_size, pages), coordinates (dim,
- * head, slot, page); HND [page][head][slot][D]: (D, page_size, heads,
- * pages), (dim, slot, head, page); ragged [row][head][D]: (D, heads, rows,
- * 1), (dim, head, row, 0) with 64-key boxes.  rows = 0: no TMA (the page
- * size is not 8, 16, 32 or a multiple of 64, the knob says cp.async, or
- * the driver refused the map), every tile is gathered by cp.async.
- * prefill.cu (swa_prefill_tma_encode) builds it. */
-struct swa_tma_kv {
-    CUtensorMap k, v;
-    int rows; /* keys per box (8, 16, 32 or 64: divides the 64-key tile and the page size); 0 = no TMA */
-    int hnd;  /* 1: coordinates (dim, slot, head, page); 0: (dim, head, slot, page) */
 };
 
 /* Byte offset of (row, 16-byte chunk) in a [ROWS x D] matrix stored as
@@ -306,35 +239,10 @@ __device__ __forceinline__ void swa_mbar_wait(uint32_t bar, uint32_t parity)
                      : "memory");
     } while (!done);
 }
-/* Arrive and add `bytes` to the transaction count the phase waits for (the
- * TMA copies below complete them). */
-__device__ __forceinline__ void swa_mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-/* One TMA box of a 4-D tensor map -> shared memory at dst, completing its
- * bytes on the mbarrier bar (the map: a __grid_constant__ parameter). */
-__device__ __forceinline__ void swa_tma_load_4d(uint32_t dst, const CUtensorMap *map, int c0, int c1, int c2, int c3,
-                                                uint32_t bar)
-{
-    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
-                 "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
-                 : "memory");
-}
-__device__ __forceinline__ void swa_tma_prefetch_map(const CUtensorMap *map)
-{
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
-}
-/* Named barrier `id` over `count` threads (whole warps): wait, or arrive
- * without waiting. */
+/* Named barrier `id` over `count` threads (whole warps). */
 __device__ __forceinline__ void swa_named_sync(int id, int count)
 {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
-}
-__device__ __forceinline__ void swa_named_arrive(int id, int count)
-{
-    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 template <int N> __device__ __forceinline__ void swa_setmaxnreg_inc()
 {
@@ -441,8 +349,8 @@ SWA_WG_DEFINE_OPS(swa_half_t, "f16")
 SWA_WG_DEFINE_OPS(swa_bf16_t, "bf16")
 #undef SWA_WG_DEFINE_OPS
 /* ---------------------------------------------------------------------------
- * Pieces both wgmma engines use (the serial one and the warp-specialised
- * one), so that each exists once. */
+ * Pieces of the engine's two kernels (one CTA per work item, and
+ * persistent), so that each exists once. */
 
 /* Q rows [row0, row0 + nrows) -> shared (invalid rows zero-filled), by
  * nthreads threads; one commit group. */
@@ -613,129 +521,6 @@ __device__ __forceinline__ void swa_wg_epilogue_regs(const Prob &prob, const flo
 #endif /* SWA_WGMMA_DEVICE */
 
 /* ---------------------------------------------------------------------------
- * The engine.  Prob is the mma.sync engine's problem class (init() already
- * called with Cfg::ROWS); the result is the same up to the summation
- * order inside the tensor cores. */
-template <class Cfg, typename T, class Prob>
-__device__ __forceinline__ void swa_attn_engine_wgmma(Prob &prob, unsigned char *smem_raw)
-{
-#if SWA_WGMMA_DEVICE
-    constexpr int D = Cfg::D, NT = Cfg::NT, TK = Cfg::TK, ROWS = Cfg::ROWS;
-    constexpr int STAGES = Cfg::STAGES, THREADS = Cfg::THREADS, CHUNKS = Cfg::CHUNKS, LOADS = Cfg::LOADS;
-    constexpr int ES = Cfg::EPI_STRIDE;
-
-    /* 1024-byte aligned base (Cfg::SMEM_BYTES has the slack) */
-    unsigned char *smem = smem_raw + ((Cfg::ALIGN - (swa_smem_addr(smem_raw) & (Cfg::ALIGN - 1))) & (Cfg::ALIGN - 1));
-    unsigned char *sQ = smem;
-    unsigned char *sRing = smem + Cfg::Q_BYTES;
-    float *sEpiO = reinterpret_cast<float *>(smem + Cfg::Q_BYTES);
-
-    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, wgi = warp / 4;
-    const int g = lane / 4, t4 = lane % 4;
-
-    const T *qg = reinterpret_cast<const T *>(prob.q);
-    const T *kg = reinterpret_cast<const T *>(prob.k);
-    const T *vg = reinterpret_cast<const T *>(prob.v);
-
-    /* Q tile -> shared (invalid rows zero) */
-    swa_wg_load_q<ROWS, CHUNKS>(prob, sQ, qg, 0, ROWS, tid, THREADS);
-
-    const int kv_begin = prob.kv_begin, kv_end = prob.kv_end;
-    const int num_tiles = kv_end > kv_begin ? (kv_end - kv_begin + TK - 1) / TK : 0;
-
-    /* K/V ring fill (the mma.sync engine's), into 128-byte-swizzled tiles */
-    swa_ring_loads<TK, THREADS, CHUNKS> loads(tid, kv_begin, kv_end, num_tiles);
-    static_assert(decltype(loads)::LOADS == LOADS, "ring loads per thread");
-    auto lookup_tile = [&](int tile) { loads.lookup(prob, tile); };
-    auto issue_tile = [&](int tile, int stage) {
-        unsigned char *sK = sRing + stage * Cfg::STAGE_BYTES;
-        loads.issue(prob, kg, vg, sK, sK + Cfg::TILE_BYTES, tile,
-                    [](int j, int c) { return swa_sw128_off<TK>(j, c); });
-    };
-
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; s++) {
-        if (s < num_tiles) {
-            lookup_tile(s);
-            issue_tile(s, s);
-        }
-        swa_cp_async_commit();
-    }
-    lookup_tile(STAGES - 1);
-
-    /* my rows, their key bounds, the softmax state; one m-tile per warp,
-     * as the mma.sync engine's o[MT = 1] */
-    int lo[2], hi[2];
-    float o[1][D / 8][4], m[2], dsum[2];
-    swa_wg_rows_init<D>(prob, warp, g, lo, hi, o, m, dsum);
-    const float masked_low = prob.masked_low_logit(); /* base-2 logit of a window-masked key */
-    const float scale2 = prob.sm_scale * SWA_LOG2E;
-
-    /* descriptors: my warpgroup's 64 Q rows (K-major, A), the stage's K
-     * (K-major, B) and V (MN-major, B); 16 bytes = LBO "1" where unused */
-    const uint64_t q_desc = swa_wg_desc(swa_smem_addr(sQ) + (uint32_t)(wgi * 64 * 128), 16, 1024);
-    const uint32_t ring_addr = swa_smem_addr(sRing);
-
-    for (int tile = 0; tile < num_tiles; tile++) {
-        {
-            int nt = tile + STAGES - 1;
-            if (nt < num_tiles) issue_tile(nt, nt % STAGES);
-            swa_cp_async_commit();
-            lookup_tile(nt + 1); /* consumed next iteration */
-        }
-        swa_cp_async_wait<STAGES - 1>();
-        swa_fence_proxy_async_smem(); /* my copies (Q, this stage) -> visible to wgmma */
-        __syncthreads();
-
-        const uint32_t stage_addr = ring_addr + (uint32_t)((tile % STAGES) * Cfg::STAGE_BYTES);
-        const uint64_t k_desc = swa_wg_desc(stage_addr, 16, 1024);
-        const uint64_t v_desc = swa_wg_desc(stage_addr + Cfg::TILE_BYTES, TK * 128, 1024);
-        const int key0 = kv_begin + tile * TK; /* the tile's first key (every warp sees all NT) */
-
-        /* S = Q K^T: k-step ks reads dims 16ks..16ks+15, 32 bytes into the
-         * 128-byte rows of block ks/4 */
-        float s[1][NT / 8][4];
-        swa_wg_fence();
-        swa_wg_qk_steps<D, ROWS, TK, T>(s, q_desc, k_desc);
-        swa_wg_commit();
-        swa_wg_wait<0>();
-        swa_wg_pin(s[0]);
-
-        /* logits -> base-2 domain, masked; online softmax; O rescaled: the
-         * mma.sync engine's code with MT = 1 (every warp sees all NT keys) */
-        const float mul = swa_tile_logits<1, NT>(s, prob, lo, hi, key0, key0, t4, masked_low, scale2);
-        swa_tile_softmax<1, NT, D / 8>(s, m, dsum, o, mul);
-
-        /* O += P V: P in the dtype as the A fragments of 16 keys each (the
-         * mma.sync engine's packing); k-step kk reads V keys 16kk.. (2048
-         * bytes per 16 rows of 128 bytes) */
-        uint32_t a[NT / 16][4];
-        swa_wg_pack_p<NT, T>(a, s);
-        swa_wg_pin(o[0]);
-        swa_wg_pin(a);
-        swa_wg_fence();
-        swa_wg_pv_steps<NT, D, T>(o, a, v_desc);
-        swa_wg_commit();
-        swa_wg_wait<0>();
-        swa_wg_pin(o[0]);
-        __syncthreads(); /* the stage is refilled next iteration */
-    }
-    swa_cp_async_wait<0>();
-    __syncthreads();
-
-    swa_quad_sum(dsum);
-
-    /* epilogue: the warp's (m, d, O) rows to shared, then every thread
-     * writes (row, 8 dims) through the problem class */
-    swa_wg_epilogue<D, ROWS, CHUNKS, ES>(prob, sEpiO, o, m, dsum, warp, g, t4, tid, THREADS,
-                                         [] { __syncthreads(); });
-#else
-    (void)prob;
-    (void)smem_raw;
-#endif /* SWA_WGMMA_DEVICE */
-}
-
-/* ---------------------------------------------------------------------------
  * Pieces of the two warp-specialised engines (one CTA per work item, and
  * persistent), so that each exists once. */
 #if SWA_WGMMA_DEVICE
@@ -813,83 +598,43 @@ struct swa_ws_gather : swa_ring_split<TK, THREADS, CHUNKS, TPK_MAX> {
     }
 };
 
-/* The producer's TMA tile: one thread announces the stage's bytes on its
- * full barrier and issues the boxes (D/64 per R keys, of K and of V); the
- * others arrive at once (the phase completes when the bytes have landed).
- * One issuing thread measured the same as boxes issued by 4 threads with
- * the page-table reads a tile ahead, both below the gather (docs/kernels.md,
- * Measured choices). */
-template <class Cfg, class Prob>
-__device__ __forceinline__ void swa_ws_tma_tile(const Prob &prob, const swa_tma_kv &tma, unsigned char *sK, int key0,
-                                                uint32_t bar, int ptid)
-{
-    if (ptid == 0) {
-        swa_mbar_arrive_expect_tx(bar, (uint32_t)Cfg::STAGE_BYTES);
-        const uint32_t k_addr = swa_smem_addr(sK), v_addr = k_addr + (uint32_t)Cfg::TILE_BYTES;
-        for (int j = 0; j < Cfg::TK; j += tma.rows) {
-            int page, slot;
-            prob.tma_page_slot(key0 + j, page, slot);
-            const int c1 = tma.hnd ? slot : prob.kvh, c2 = tma.hnd ? prob.kvh : slot;
-#pragma unroll
-            for (int b = 0; b < Cfg::D / 64; b++) {
-                const uint32_t off = (uint32_t)(b * Cfg::TK * 128 + j * 128);
-                swa_tma_load_4d(k_addr + off, &tma.k, b * 64, c1, c2, page, bar);
-                swa_tma_load_4d(v_addr + off, &tma.v, b * 64, c1, c2, page, bar);
-            }
-        }
-    } else {
-        swa_mbar_arrive(bar);
-    }
-}
-
 /* The producer's step for tile t of a work item, at ring position n (the
  * CTA's count of tiles before it): wait until the stage is free (its
- * previous tile's consumers have released it), fill it by TMA when
- * by_tma(t) or else by the gather, close the tile's cp.async group (empty
- * for a TMA tile), and read the next tile's pages while these copies fly.
- * Signalling the stage full stays with the engine (LAG tiles later). */
-template <class Cfg, class Prob, class Gather, class ByTma>
-__device__ __forceinline__ void swa_ws_produce_tile(const Prob &prob, const swa_tma_kv &tma, Gather &loads,
-                                                    const ByTma &by_tma, unsigned char *sRing, uint32_t bar_full,
-                                                    uint32_t bar_empty, int t, int n, int ptid)
+ * previous tile's consumers have released it), gather the tile into it,
+ * close the tile's cp.async group, and read the next tile's pages while
+ * these copies fly.  Signalling the stage full stays with the engine (LAG
+ * tiles later). */
+template <class Cfg, class Gather>
+__device__ __forceinline__ void swa_ws_produce_tile(Gather &loads, unsigned char *sRing, uint32_t bar_empty, int t,
+                                                    int n)
 {
     constexpr int STAGES = Cfg::STAGES;
     const int st = n % STAGES;
     if (n >= STAGES) swa_mbar_wait(bar_empty + st * 8, (uint32_t)((n / STAGES - 1) & 1));
     unsigned char *sK = sRing + st * Cfg::STAGE_BYTES;
-    if (by_tma(t))
-        swa_ws_tma_tile<Cfg>(prob, tma, sK, loads.kv_begin + t * Cfg::TK, bar_full + st * 8, ptid);
-    else
-        loads.issue(sK, sK + Cfg::TILE_BYTES, [](int j, int c) { return swa_sw128_off<Cfg::TK>(j, c); });
+    loads.issue(sK, sK + Cfg::TILE_BYTES, [](int j, int c) { return swa_sw128_off<Cfg::TK>(j, c); });
     swa_cp_async_commit();
-    if (!by_tma(t + 1)) loads.lookup(t + 1);
+    loads.lookup(t + 1);
 }
 
 /* A consumer warpgroup's tiles of one work item: per tile j, wait for its
- * stage (the CTA's ring position n0 + j), issue S = Q K_j^T, rescale O by
- * tile j-1's change of maximum and pack P_{j-1} while it runs (Cfg::RESCALE
- * 1, 2; 0 did both at the end of the previous iteration), issue O +=
- * P_{j-1} V_{j-1}; wait for S only (wait_group 1), mask and online softmax
- * while P V runs, wait for it (RESCALE 2: after a vote on the softmax's
- * result, which keeps ptxas from hoisting the wait above the softmax),
- * release tile j-1's stage (lane 0 of each warp arrives on empty).  The
- * last tile's P V follows the loop;
+ * stage (the CTA's ring position n0 + j), issue S = Q K_j^T and, in the
+ * same fence, O += P_{j-1} V_{j-1}; wait for S only (wait_group 1), mask
+ * and online softmax while P V runs, wait for it, release tile j-1's
+ * stage (lane 0 of each warp arrives on empty), rescale O by tile j's
+ * change of maximum and pack P_j.  The last tile's P V follows the loop;
  * RELEASE_LAST: its stage is released too (a persistent CTA reuses it).
  * ptxas needs every wgmma batch and its wait on every path, so the first
  * tile is peeled off the loop and nothing in the loop is conditional on j.
- *
- * Ping-pong (Cfg::PINGPONG): warpgroup w issues its products only after
- * the other has issued its own (named barrier 4 + w, 256 threads: my 128
- * wait, the other's 128 arrive), so one warpgroup's softmax runs while the
- * other's products hold the tensor cores; warpgroup 0 goes first, and
- * warpgroup 1 leaves out the arrival after its last batch (every wait then
- * has exactly one arrival; both warpgroups run the same tiles). */
+ * (O rescaled under the next Q K^T lost on the persistent grid, ping-pong
+ * of the two consumer warpgroups gained nothing: docs/kernels.md, Measured
+ * choices.) */
 template <class Cfg, typename T, bool RELEASE_LAST, class Prob>
 __device__ __forceinline__ void swa_ws_consume_tiles(const Prob &prob, int num_tiles, int n0, uint64_t q_desc,
                                                      uint32_t ring_addr, uint32_t bar_full, uint32_t bar_empty,
                                                      const int (&lo)[2], const int (&hi)[2],
                                                      float (&o)[1][Cfg::D / 8][4], float (&m)[2], float (&dsum)[2],
-                                                     int lane, int t4, int wgi)
+                                                     int lane, int t4)
 {
     constexpr int D = Cfg::D, NT = Cfg::NT, TK = Cfg::TK, ROWS = Cfg::ROWS, STAGES = Cfg::STAGES;
     const float masked_low = prob.masked_low_logit();
@@ -929,108 +674,36 @@ __device__ __forceinline__ void swa_ws_consume_tiles(const Prob &prob, int num_t
         swa_rescale_o<1, D / 8>(o, corr);
         swa_wg_pack_p<NT, T>(a, s);
     };
-    auto my_turn = [&]() {
-        if constexpr (Cfg::PINGPONG) swa_named_sync(4 + wgi, 256);
-    };
-    auto your_turn = [&](bool last) {
-        if constexpr (Cfg::PINGPONG) {
-            if (!(last && wgi == 1)) swa_named_arrive(4 + (wgi ^ 1), 256);
-        }
-    };
-    if constexpr (Cfg::PINGPONG) {
-        if (wgi == 1 && num_tiles > 0) swa_named_arrive(4, 256);
-    }
-
-    /* Cfg::RESCALE >= 1: tile j's change of maximum and its P, unpacked,
-     * wait in corrp and sp until S_{j+1} is issued: the rescale and the
-     * packing then run while the tensor cores compute S_{j+1}, not between
-     * P_{j-1} V_{j-1} landing and the next issue.  O sees the same
-     * multiplications in the same order either way. */
-    [[maybe_unused]] float corrp[2];
-    [[maybe_unused]] float sp[1][NT / 8][4];
-    auto finish_tile = [&](float (&s)[1][NT / 8][4], const float (&corr)[2]) {
-        if constexpr (Cfg::RESCALE == 0) {
-            rescale_pack(s, corr);
-        } else {
-            corrp[0] = corr[0];
-            corrp[1] = corr[1];
-#pragma unroll
-            for (int i = 0; i < NT / 8; i++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) sp[0][i][e] = s[0][i][e];
-        }
-    };
-    /* RESCALE 2: whether tile j moved a maximum of the warp's rows, voted
-     * on right after its softmax; the wait for P_{j-1} V_{j-1} follows in
-     * each branch of that vote (two waits that differ in text only, a PTX
-     * comment, so that the compiler does not hoist them as one), so the
-     * softmax's block ends before it */
-    [[maybe_unused]] bool moved = false;
-    auto vote_moved = [&](const float (&corr)[2]) { return !swa_all_sync(corr[0] == 1.f && corr[1] == 1.f); };
-    auto wait_pv = [&](const float (&corr)[2]) {
-        if constexpr (Cfg::RESCALE == 2) {
-            if (vote_moved(corr)) {
-                asm volatile("wgmma.wait_group.sync.aligned 0; // P V landed, O to rescale\n" ::: "memory");
-                moved = true;
-            } else {
-                asm volatile("wgmma.wait_group.sync.aligned 0; // P V landed, O kept\n" ::: "memory");
-                moved = false;
-            }
-        } else {
-            swa_wg_wait<0>();
-        }
-    };
-    auto pending_rescale = [&]() {
-        if constexpr (Cfg::RESCALE == 2) {
-            if (moved) swa_rescale_o_by<1, D / 8>(o, corrp);
-            swa_wg_pack_p<NT, T>(a, sp);
-        } else if constexpr (Cfg::RESCALE == 1) {
-            rescale_pack(sp, corrp);
-        }
-        if constexpr (Cfg::RESCALE >= 1) {
-            swa_wg_pin(o[0]);
-            swa_wg_pin(a);
-        }
-    };
 
     if (num_tiles > 0) {
         {
             full_wait(0);
             float s[1][NT / 8][4], corr[2];
-            my_turn();
             issue_qk(0, s);
-            your_turn(false);
             swa_wg_wait<0>();
             swa_wg_pin(s[0]);
             softmax(0, s, corr);
-            finish_tile(s, corr);
-            if constexpr (Cfg::RESCALE == 2) moved = vote_moved(corr);
+            rescale_pack(s, corr);
         }
         for (int j = 1; j < num_tiles; j++) {
             full_wait(j);
             float s[1][NT / 8][4], corr[2];
             swa_wg_pin(o[0]);
             swa_wg_pin(a);
-            my_turn();
             issue_qk(j, s);
-            pending_rescale(); /* RESCALE >= 1: tile j-1's, while S_j runs */
             issue_pv(j - 1);
-            your_turn(false);
             swa_wg_wait<1>(); /* S_j has landed; P_{j-1} V_{j-1} may still run */
             swa_wg_pin(s[0]);
             softmax(j, s, corr);
-            wait_pv(corr); /* P_{j-1} V_{j-1} has landed: O and a are mine again */
+            swa_wg_wait<0>(); /* P_{j-1} V_{j-1} has landed: O and a are mine again */
             swa_wg_pin(o[0]);
             swa_wg_pin(a);
             release(j - 1);
-            finish_tile(s, corr);
+            rescale_pack(s, corr);
         }
-        pending_rescale();
         swa_wg_pin(o[0]);
         swa_wg_pin(a);
-        my_turn();
         issue_pv(num_tiles - 1);
-        your_turn(true);
         swa_wg_wait<0>();
         swa_wg_pin(o[0]);
         if constexpr (RELEASE_LAST) release(num_tiles - 1);
@@ -1039,27 +712,20 @@ __device__ __forceinline__ void swa_ws_consume_tiles(const Prob &prob, int num_t
 #endif /* SWA_WGMMA_DEVICE */
 
 /* ---------------------------------------------------------------------------
- * The warp-specialised engine: the same attention, the same tiles, the
- * same rounding points as swa_attn_engine_wgmma, with the work split by
- * role and the two products overlapped with the softmax.
+ * The warp-specialised engine, one CTA per work item: the mma.sync
+ * engine's attention, tiles and rounding points, with the two products on
+ * wgmma, the work split by role and the products overlapped with the
+ * softmax.
  *
  *  - The producer warpgroup (the last, 128 threads; setmaxnreg down to
  *    Cfg::PRODUCER_REGS = 56 registers when there are two consumers) fills
  *    the ring: for tile t it waits for empty[t % STAGES] (every consumer
- *    warp done with the tile that was there), then
- *    - by TMA (swa_tma_kv: a whole tile whose boxes stay in one page):
- *      one thread announces the stage's bytes on full[t % STAGES]
- *      (arrive.expect_tx) and issues the boxes (D/64 x 64/R per matrix, R
- *      keys each), the others arrive at once; the phase completes when
- *      the bytes have landed;
- *    - or by the cp.async gather (the last, partial tile, whose keys past
- *      the KV range are zero-filled as in the other engines; every tile
- *      where no map applies): all 128 threads look the pages up and issue
- *      the copies, and once tile t's copies have landed (wait_group LAG,
- *      LAG tiles later) make them visible to the async proxy
- *      (fence.proxy.async) and arrive on full[t % STAGES].
- *    H200, causal 8192, page 16: see the bench's "[wgmma-ws cp.async]"
- *    sweep rows for the gather against the boxes.
+ *    warp done with the tile that was there), gathers it by cp.async
+ *    (swa_ws_gather: all 128 threads look the pages up a tile ahead and
+ *    issue the copies; keys past the KV range are zero-filled as in the
+ *    other engines), and once tile t's copies have landed (wait_group LAG,
+ *    LAG tiles later) makes them visible to the async proxy
+ *    (fence.proxy.async) and arrives on full[t % STAGES].
  *  - Each consumer warpgroup (64 query rows; setmaxnreg up to
  *    Cfg::CONSUMER_REGS = 224) loads
  *    its own Q rows, then per tile j: waits for full[j], issues S = Q K_j^T
@@ -1069,15 +735,14 @@ __device__ __forceinline__ void swa_ws_consume_tiles(const Prob &prob, int num_t
  *    (lane 0 of each warp arrives on empty), rescales O by the change of
  *    maximum and packs P_j.  The last tile's P V follows the loop.
  *    O_j = corr_j (O_{j-1} + P_{j-1} V_{j-1}) + ... is the same sum in the
- *    same order as the serial engine's.
+ *    same order as the mma.sync engine's.
  *  - The two consumer warpgroups never wait for each other inside the
  *    loop (no __syncthreads): one runs its softmax while the other's
  *    products occupy the tensor cores, as far as the ring allows.
- *  - Epilogue: the consumers only (named barrier 1), as the serial engine's.
+ *  - Epilogue: the consumers only (named barrier 1), through shared memory.
  *
- * Ordering: full[] makes the producer's copies (the TMA boxes through
- * their complete_tx; cp.async copies fenced to the async proxy by the
- * thread that made them) visible to the consumer's wgmma reads (release
+ * Ordering: full[] makes the producer's copies (fenced to the async proxy
+ * by the thread that made them) visible to the consumer's wgmma reads (release
  * by mbarrier.arrive, acquire by try_wait); empty[] is arrived on
  * after wgmma.wait_group, when the warp's reads of the stage are done.
  * Phases: tile t is the (t / STAGES)-th use of its stage, so full is
@@ -1087,7 +752,7 @@ __device__ __forceinline__ void swa_ws_consume_tiles(const Prob &prob, int num_t
  * consumers release tile j - 2 before they wait for tile j, so LAG <=
  * STAGES - 2 cannot deadlock (static_assert in swa_wgmma_ws_cfg). */
 template <class Cfg, typename T, class Prob>
-__device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned char *smem_raw, const swa_tma_kv &tma)
+__device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned char *smem_raw)
 {
 #if SWA_WGMMA_DEVICE
     constexpr int D = Cfg::D, TK = Cfg::TK, ROWS = Cfg::ROWS, WG = Cfg::WG;
@@ -1122,26 +787,14 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned ch
     if (wgi == WG) {
         /* ---- producer ---- */
         if constexpr (WG == 2) swa_setmaxnreg_dec<Cfg::PRODUCER_REGS>();
-        const int ptid = tid - CONSUMERS, R = tma.rows;
-        /* tile t by TMA: a whole tile (no key past the KV range to zero-fill)
-         * whose boxes each stay in one page (the first key a multiple of the
-         * box); the rest (the last, partial tile; every tile without a map)
-         * by the cp.async gather */
-        auto by_tma = [&](int t) {
-            const int key0 = kv_begin + t * TK;
-            return R > 0 && t < num_tiles && key0 + TK <= kv_end && key0 % R == 0;
-        };
-        if (R > 0 && ptid == 0) {
-            swa_tma_prefetch_map(&tma.k);
-            swa_tma_prefetch_map(&tma.v);
-        }
+        const int ptid = tid - CONSUMERS;
         swa_ws_gather<TK, Cfg::PRODUCERS, CHUNKS, Cfg::KV_TPK> loads(ptid, kv_begin, kv_end, num_tiles,
                                                                       prob.template kv_rows<T>(), kg, vg);
         static_assert(decltype(loads)::LOADS == Cfg::LOADS, "ring loads per thread");
-        if (!by_tma(0)) loads.lookup(0);
+        loads.lookup(0);
         for (int t = 0; t < num_tiles; t++) {
-            swa_ws_produce_tile<Cfg>(prob, tma, loads, by_tma, sRing, bar_full, bar_empty, t, t, ptid);
-            if (t >= LAG && !by_tma(t - LAG)) {
+            swa_ws_produce_tile<Cfg>(loads, sRing, bar_empty, t, t);
+            if (t >= LAG) {
                 swa_cp_async_wait<LAG>();
                 swa_fence_proxy_async_smem();
                 swa_mbar_arrive(bar_full + ((t - LAG) % STAGES) * 8);
@@ -1150,7 +803,7 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned ch
         swa_cp_async_wait<0>();
         swa_fence_proxy_async_smem();
         for (int t = num_tiles > LAG ? num_tiles - LAG : 0; t < num_tiles; t++)
-            if (!by_tma(t)) swa_mbar_arrive(bar_full + (t % STAGES) * 8);
+            swa_mbar_arrive(bar_full + (t % STAGES) * 8);
         return; /* the epilogue is the consumers' (named barrier 1) */
     }
 
@@ -1168,7 +821,7 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned ch
 
     const uint64_t q_desc = swa_wg_desc(swa_smem_addr(sQ) + (uint32_t)(wgi * 64 * 128), 16, 1024);
     swa_ws_consume_tiles<Cfg, T, false>(prob, num_tiles, 0, q_desc, swa_smem_addr(sRing), bar_full, bar_empty, lo, hi, o,
-                                        m, dsum, lane, t4, wgi);
+                                        m, dsum, lane, t4);
 
     swa_quad_sum(dsum);
 
@@ -1181,7 +834,6 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned ch
 #else
     (void)prob;
     (void)smem_raw;
-    (void)tma;
 #endif /* SWA_WGMMA_DEVICE */
 }
 
@@ -1200,20 +852,11 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned ch
  *    cp.async (invalid rows zero-filled; one commit group, signalled on
  *    q_full[b] with the first tile), then fills the ring: for the CTA's
  *    n-th tile it waits for empty[n % STAGES] (every consumer warp done
- *    with the tile that was there), then
- *    - by TMA (swa_tma_kv: a whole tile whose boxes stay in one page):
- *      one thread announces the stage's bytes on full[n % STAGES]
- *      (arrive.expect_tx) and issues the boxes (D/64 x 64/R per matrix, R
- *      keys each), the others arrive at once; the phase completes when
- *      the bytes have landed;
- *    - or by the cp.async gather (the last, partial tile, whose keys past
- *      the KV range are zero-filled as in the other engines; every tile
- *      where no map applies): all 128 threads look the pages up and issue
- *      the copies, and once tile t's copies have landed (wait_group LAG,
- *      LAG tiles later; all of them at the item's end) make them visible
- *      to the async proxy (fence.proxy.async) and arrive on full[].
- *    H200, causal 8192, page 16: see the bench's "[wgmma-ws TMA]" sweep
- *    rows for the gather against the boxes.
+ *    with the tile that was there), gathers it by cp.async (swa_ws_gather;
+ *    keys past the KV range zero-filled), and once the tile's copies have
+ *    landed (wait_group LAG, LAG tiles later; all of them at the item's
+ *    end) makes them visible to the async proxy (fence.proxy.async) and
+ *    arrives on full[].
  *  - Each consumer warpgroup (64 query rows; setmaxnreg up to
  *    Cfg::CONSUMER_REGS = 224), per item: waits for q_full[b], then per
  *    tile j: waits for full[], issues S = Q K_j^T and, in the same fence,
@@ -1225,15 +868,14 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned ch
  *    buffer are released and the rows written from registers
  *    (swa_wg_epilogue_regs), while the producer already loads the next
  *    item.  O_j = corr_j (O_{j-1} + P_{j-1} V_{j-1}) + ... is the same sum
- *    in the same order as the serial engine's.  An item with no KV tile
+ *    in the same order as the per-item kernel's.  An item with no KV tile
  *    (every row's window empty) writes its rows without Q or the ring.
  *  - The two consumer warpgroups never wait for each other (no
  *    __syncthreads, no shared epilogue): one runs its softmax while the
  *    other's products occupy the tensor cores, as far as the ring allows.
  *
- * Ordering: full[] and q_full[] make the producer's copies (the TMA boxes
- * through their complete_tx; cp.async copies fenced to the async proxy by
- * the thread that made them) visible to the consumer's wgmma reads
+ * Ordering: full[] and q_full[] make the producer's copies (fenced to the
+ * async proxy by the thread that made them) visible to the consumer's wgmma reads
  * (release by mbarrier.arrive, acquire by try_wait); empty[] and q_empty[]
  * are arrived on after wgmma.wait_group, when the warp's reads of the
  * stage or the Q buffer are done.  Phases: the CTA's n-th tile (counted
@@ -1247,7 +889,7 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned ch
  * item's end the producer signals every tile it has not yet, so no wait
  * crosses an item. */
 template <class Cfg, typename T, class Prob>
-__device__ __forceinline__ void swa_attn_engine_wgmma_wsp(Prob &prob, unsigned char *smem_raw, const swa_tma_kv &tma,
+__device__ __forceinline__ void swa_attn_engine_wgmma_wsp(Prob &prob, unsigned char *smem_raw,
                                                          const swa_ws_sched &sched)
 {
 #if SWA_WGMMA_DEVICE
@@ -1289,11 +931,7 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_wsp(Prob &prob, unsigned c
     if (wgi == WG) {
         /* ---- producer ---- */
         if constexpr (WG == 2) swa_setmaxnreg_dec<Cfg::PRODUCER_REGS>();
-        const int ptid = tid - CONSUMERS, R = tma.rows;
-        if (R > 0 && ptid == 0) {
-            swa_tma_prefetch_map(&tma.k);
-            swa_tma_prefetch_map(&tma.v);
-        }
+        const int ptid = tid - CONSUMERS;
         for (int k = 0;; k++) {
             const int item = sched.item(k);
             if (item < 0) break;
@@ -1301,14 +939,6 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_wsp(Prob &prob, unsigned c
             const int kv_begin = prob.kv_begin, kv_end = prob.kv_end;
             const int num_tiles = kv_end > kv_begin ? (kv_end - kv_begin + TK - 1) / TK : 0;
             if (num_tiles == 0) continue;
-            /* tile t by TMA: a whole tile (no key past the KV range to
-             * zero-fill) whose boxes each stay in one page (the first key a
-             * multiple of the box); the rest (the last, partial tile; every
-             * tile without a map) by the cp.async gather */
-            auto by_tma = [&](int t) {
-                const int key0 = kv_begin + t * TK;
-                return R > 0 && t < num_tiles && key0 + TK <= kv_end && key0 % R == 0;
-            };
             const int qb = qn & 1;
             if (qn >= 2) swa_mbar_wait(bar_qempty + qb * 8, (uint32_t)((qn / 2 - 1) & 1));
             swa_wg_load_q<ROWS, CHUNKS>(prob, sQ + qb * Cfg::Q_BYTES, qg, 0, ROWS, ptid, Cfg::PRODUCERS);
@@ -1316,25 +946,23 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_wsp(Prob &prob, unsigned c
             swa_ws_gather<TK, Cfg::PRODUCERS, CHUNKS, Cfg::KV_TPK> loads(ptid, kv_begin, kv_end, num_tiles,
                                                                           prob.template kv_rows<T>(), kg, vg);
             static_assert(decltype(loads)::LOADS == Cfg::LOADS, "ring loads per thread");
-            if (!by_tma(0)) loads.lookup(0);
+            loads.lookup(0);
             for (int t = 0; t < num_tiles; t++) {
                 const int n = n0 + t;
-                swa_ws_produce_tile<Cfg>(prob, tma, loads, by_tma, sRing, bar_full, bar_empty, t, n, ptid);
+                swa_ws_produce_tile<Cfg>(loads, sRing, bar_empty, t, n);
                 if (t >= LAG) {
                     /* the Q group (older than tile 0's) has landed with tile t - LAG's */
-                    if (t == LAG || !by_tma(t - LAG)) {
-                        swa_cp_async_wait<LAG>();
-                        swa_fence_proxy_async_smem();
-                    }
+                    swa_cp_async_wait<LAG>();
+                    swa_fence_proxy_async_smem();
                     if (t == LAG) swa_mbar_arrive(bar_qfull + qb * 8);
-                    if (!by_tma(t - LAG)) swa_mbar_arrive(bar_full + ((n - LAG) % STAGES) * 8);
+                    swa_mbar_arrive(bar_full + ((n - LAG) % STAGES) * 8);
                 }
             }
             swa_cp_async_wait<0>();
             swa_fence_proxy_async_smem();
             if (num_tiles <= LAG) swa_mbar_arrive(bar_qfull + qb * 8);
             for (int t = num_tiles > LAG ? num_tiles - LAG : 0; t < num_tiles; t++)
-                if (!by_tma(t)) swa_mbar_arrive(bar_full + ((n0 + t) % STAGES) * 8);
+                swa_mbar_arrive(bar_full + ((n0 + t) % STAGES) * 8);
             n0 += num_tiles;
             qn++;
         }
@@ -1363,7 +991,7 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_wsp(Prob &prob, unsigned c
                 swa_wg_desc(swa_smem_addr(sQ) + (uint32_t)(qb * Cfg::Q_BYTES + wgi * 64 * 128), 16, 1024);
             swa_mbar_wait(bar_qfull + qb * 8, (uint32_t)((qn / 2) & 1));
             swa_ws_consume_tiles<Cfg, T, true>(prob, num_tiles, n0, q_desc, ring_addr, bar_full, bar_empty, lo, hi, o, m,
-                                               dsum, lane, t4, wgi);
+                                               dsum, lane, t4);
             __syncwarp();
             if (lane == 0) swa_mbar_arrive(bar_qempty + qb * 8); /* my last wgmma read of Q has completed */
             n0 += num_tiles;
@@ -1376,7 +1004,6 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_wsp(Prob &prob, unsigned c
 #else
     (void)prob;
     (void)smem_raw;
-    (void)tma;
     (void)sched;
 #endif /* SWA_WGMMA_DEVICE */
 }

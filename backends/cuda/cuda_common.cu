@@ -9,6 +9,7 @@
 #include "backends/cuda/cuda_internal.cuh"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,10 +35,10 @@ swa_status swa_cuda_fail(swa_error *err, cudaError_t code, const char *stmt, con
 
 /* Defaults from H200 timings (the bench compares the variants, the gpu
  * test validates every one): 128-row prefill tiles as one CTA with two
- * m-tiles per warp; decode CTAs of 2 warps.  A 4-deep ring for 2-warp
- * decode was slower and dropped.  The figures: docs/kernels.md, Measured
- * choices. */
-swa_cuda_tuning swa_cuda_tune = {32, 2, 2, 0, 0, SWA_WS_CTAS_PER_SM};
+ * m-tiles per warp; decode CTAs of 2 warps; the warp-specialised wgmma
+ * prefill where the GPU has it, its 128-row tiles on the persistent grid.
+ * The figures: docs/kernels.md, Measured choices. */
+swa_cuda_tuning swa_cuda_tune = {32, 2, 2, SWA_WS_CTAS_PER_SM};
 
 static char swa_cuda_kernel_note[192];
 
@@ -78,59 +79,79 @@ extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_wa
 }
 
 /* Prefill engine where it applies (an sm_90a image on a compute capability
- * 9.0 GPU, head_dim 64/128/256, 64/128-row plan tiles; prefill.cu falls back to
- * mma.sync elsewhere): 2 (the default) the warp-specialised wgmma engine, 1
- * the serial wgmma engine, 0 mma.sync everywhere.  2 is the fastest of
- * the three on the H200 on both prefill shapes (docs/kernels.md, Speed). */
-extern "C" void SWA_DEV_SYM(set_prefill_kv_loads)(int kv_loads) { swa_cuda_tune.prefill_kv_loads = kv_loads; }
+ * 9.0 GPU, head_dim 64/128/256, 64/128-row plan tiles; prefill.cu falls back
+ * to mma.sync elsewhere): 2 (the default) the warp-specialised wgmma
+ * engine, 0 mma.sync everywhere (docs/kernels.md, Speed). */
 extern "C" void SWA_DEV_SYM(set_prefill_ws_ctas)(int ctas) { swa_cuda_tune.prefill_ws_ctas = ctas; }
 
 static bool swa_prefill_engine_set; /* by set_prefill_engine: the environment no longer applies */
 extern "C" void SWA_DEV_SYM(set_prefill_engine)(int engine)
 {
-    swa_cuda_tune.prefill_engine = engine;
+    swa_cuda_tune.prefill_engine = engine == 0 ? 0 : 2;
     swa_prefill_engine_set = true;
 }
+
+namespace {
+/* SWADIFF_CUDA_PREFILL_ENGINE as read once: its value (NULL: unset or
+ * empty), and the error a bad value gives every launch (empty: none). */
+struct swa_engine_env {
+    const char *value;
+    int engine, ctas; /* what it asks for (swa_cuda_tuning's prefill_engine, prefill_ws_ctas) */
+    char error[240];
+};
+
+swa_engine_env swa_engine_env_read(void)
+{
+    swa_engine_env e = {NULL, 2, SWA_WS_CTAS_PER_SM, ""};
+    const char *v = getenv("SWADIFF_CUDA_PREFILL_ENGINE");
+    if (!v || !*v) return e;
+    e.value = v;
+    static const char ws[] = "wgmma-ws";
+    const size_t wn = sizeof ws - 1;
+    if (!strcmp(v, "mma")) {
+        e.engine = 0;
+    } else if (!strncmp(v, ws, wn) && (v[wn] == '\0' || v[wn] == ':')) {
+        /* ":N": the persistent grid on at most N CTAs, so that small cases
+         * run several work items per CTA too (the sanitizer's run) */
+        int ctas = SWA_WS_CTAS_PER_SM;
+        if (v[wn] == ':') {
+            char *end = NULL;
+            errno = 0;
+            long n = strtol(v + wn + 1, &end, 10);
+            if (end == v + wn + 1 || *end || errno || n < 1 || n > 1000000) {
+                snprintf(e.error, sizeof e.error,
+                         "SWADIFF_CUDA_PREFILL_ENGINE=\"%.40s\": expected \"wgmma-ws:N\" with N a whole number of "
+                         "CTAs from 1 to 1000000", v);
+                return e;
+            }
+            ctas = (int)n;
+        }
+        e.ctas = ctas;
+    } else {
+        snprintf(e.error, sizeof e.error,
+                 "SWADIFF_CUDA_PREFILL_ENGINE=\"%.40s\": expected \"mma\" (mma.sync, any GPU) or \"wgmma-ws[:N]\" "
+                 "(Hopper, an sm_90a build; N: at most N persistent CTAs)", v);
+    }
+    return e;
+}
+
+pthread_once_t swa_engine_env_once = PTHREAD_ONCE_INIT;
+swa_engine_env swa_engine_env_value;
+void swa_engine_env_init(void) { swa_engine_env_value = swa_engine_env_read(); }
+} /* namespace */
 
 swa_status swa_cuda_prefill_engine_from_env(swa_error *err, const char **value)
 {
     *value = NULL;
+    /* once per process (pthread_once: no C++ runtime's guard in the HIP build's C link) */
+    pthread_once(&swa_engine_env_once, swa_engine_env_init);
+    const swa_engine_env &env = swa_engine_env_value;
     if (swa_prefill_engine_set) return SWA_OK;
-    const char *v = getenv("SWADIFF_CUDA_PREFILL_ENGINE");
-    if (!v || !*v) return SWA_OK;
-    *value = v;
-    static const char persistent[] = "wgmma-ws-persistent";
-    const size_t pn = sizeof persistent - 1;
-    if (!strcmp(v, "mma")) swa_cuda_tune.prefill_engine = 0;
-    else if (!strcmp(v, "wgmma")) swa_cuda_tune.prefill_engine = 1;
-    else if (!strcmp(v, "wgmma-ws")) {
-        swa_cuda_tune.prefill_engine = 2;
-        swa_cuda_tune.prefill_ws_ctas = SWA_WS_CTAS_PER_SM;
-    } else if (!strcmp(v, "wgmma-ws-per-item")) {
-        swa_cuda_tune.prefill_engine = 2;
-        swa_cuda_tune.prefill_ws_ctas = SWA_WS_CTAS_PER_ITEM;
-    } else if (!strncmp(v, persistent, pn) && (v[pn] == '\0' || v[pn] == ':')) {
-        /* the persistent kernel (128-row plan tiles): one CTA per SM (the
-         * default), or ":N" at most N CTAs, so that small cases run several
-         * work items per CTA too */
-        int ctas = SWA_WS_CTAS_PER_SM;
-        if (v[pn] == ':') {
-            char *end = NULL;
-            errno = 0;
-            long n = strtol(v + pn + 1, &end, 10);
-            if (end == v + pn + 1 || *end || errno || n < 1 || n > 1000000)
-                return swa_error_set(err, SWA_ERR_INVALID,
-                                     "SWADIFF_CUDA_PREFILL_ENGINE=\"%.40s\": expected \"wgmma-ws-persistent:N\" with N "
-                                     "a whole number of CTAs from 1 to 1000000", v);
-            ctas = (int)n;
-        }
-        swa_cuda_tune.prefill_engine = 2;
-        swa_cuda_tune.prefill_ws_ctas = ctas;
-    } else
-        return swa_error_set(err, SWA_ERR_INVALID,
-                             "SWADIFF_CUDA_PREFILL_ENGINE=\"%.40s\": expected \"mma\" (mma.sync, any GPU), \"wgmma\", "
-                             "\"wgmma-ws\", \"wgmma-ws-per-item\" or \"wgmma-ws-persistent[:N]\" (Hopper, an sm_90a "
-                             "build)", v);
+    if (!env.value) return SWA_OK;
+    *value = env.value;
+    if (env.error[0]) return swa_error_set(err, SWA_ERR_INVALID, "%s", env.error);
+    swa_cuda_tune.prefill_engine = env.engine;
+    swa_cuda_tune.prefill_ws_ctas = env.ctas;
     return SWA_OK;
 }
 

@@ -113,19 +113,7 @@ typedef struct swa_cuda_tuning {
     int prefill_rows_per_warp; /* 128-row tiles: 16 (two 64-row CTAs) or 32 (one CTA, two m-tiles per warp) */
     int decode_warps;          /* warps splitting each decode KV tile: 4 (64 keys) or 2 (32 keys) */
     int prefill_engine;        /* Hopper (sm_90a image, 64/128-row tiles): 2 (default) the
-                                  warp-specialised wgmma engine, 1 the serial wgmma engine; mma.sync
-                                  elsewhere; 0 mma.sync everywhere */
-    int prefill_ws_variant;    /* bench sweep of the warp-specialised engine (fp16, head_dim 128, 128-row
-                                  tiles only): 0 the default (a 5-stage ring, each tile signalled 1 tile
-                                  late), 1 a 4-stage ring, 2 the default with ping-pong,
-                                  3 a 6-stage ring signalled 2 tiles late, 4 and 5 the default with O
-                                  rescaled and P packed under the next tile's Q K^T, the P V wait split
-                                  by a vote (4) or not (5) (swa_wgmma_ws_cfg::RESCALE 2 and 1), 6 and
-                                  7 the default with at most 4 and 2 producer threads per key row
-                                  (swa_wgmma_ws_cfg::KV_TPK) */
-    int prefill_kv_loads;      /* the warp-specialised engine's K/V loads: 0 the default (the cp.async
-                                  gather), 1 the cp.async gather, 2 TMA boxes of whole tiles where the page
-                                  size allows (8, 16, 32 or a multiple of 64; ragged), the gather elsewhere */
+                                  warp-specialised wgmma engine, mma.sync elsewhere; 0 mma.sync everywhere */
     int prefill_ws_ctas;       /* the warp-specialised engine's grid for 128-row tiles:
                                   SWA_WS_CTAS_PER_SM (0, the default) the persistent kernel on one CTA
                                   per SM, N > 0 the persistent kernel on at most N CTAs (the GPU test
@@ -152,25 +140,21 @@ template <typename T> static inline swa_dtype swa_cuda_dtype_of(void)
 }
 /* The same knobs for C callers (tests/gpu_test_kernels.c runs every variant). */
 extern "C" void SWA_DEV_SYM(set_tuning)(int prefill_rows_per_warp, int decode_warps);
-extern "C" void SWA_DEV_SYM(set_prefill_engine)(int engine); /* 0 mma.sync, 1 wgmma, 2 wgmma-ws */
-/* SWADIFF_CUDA_PREFILL_ENGINE=mma|wgmma|wgmma-ws|wgmma-ws-per-item|wgmma-ws-persistent[:N]
- * picks the prefill engine of a whole run (until set_prefill_engine is
- * called): "wgmma-ws" the warp-specialised engine with its default grid
- * (the persistent kernel on one CTA per SM), "wgmma-ws-per-item" one CTA
- * per work item, "wgmma-ws-persistent:N" the persistent kernel on at most
- * N CTAs (prefill_ws_ctas); another value is an error naming the
- * variable.  Read at every prefill launch; *value: the variable's value
- * where it applies, else NULL. */
+extern "C" void SWA_DEV_SYM(set_prefill_engine)(int engine); /* 0 mma.sync, else the wgmma engine (2) */
+/* SWADIFF_CUDA_PREFILL_ENGINE=mma|wgmma-ws[:N] picks the prefill engine
+ * of a whole run (until set_prefill_engine is called): "mma" the mma.sync
+ * engine everywhere, "wgmma-ws" the warp-specialised engine (the default),
+ * ":N" with its persistent grid on at most N CTAs (prefill_ws_ctas);
+ * another value is an error naming the variable, given to every launch.
+ * Read once per process; *value: the variable's value where it applies,
+ * else NULL. */
 swa_status swa_cuda_prefill_engine_from_env(swa_error *err, const char **value);
-/* prefill.cu: 1 when prefill_engine 1 or 2 would run a wgmma kernel on this
+/* prefill.cu: 1 when prefill_engine 2 would run a wgmma kernel on this
  * device (the loaded image is sm_90a; asks the device once), and how many
  * times the launcher has dispatched to it in this process. */
 extern "C" int SWA_DEV_SYM(prefill_wgmma_available)(void);
 extern "C" int SWA_DEV_SYM(prefill_wgmma_image_here)(void); /* the current device, not cached (the probe) */
 extern "C" long SWA_DEV_SYM(prefill_wgmma_launches)(void);
-/* prefill.cu: launches of the warp-specialised kernel with TMA K/V loads (tests) */
-extern "C" long SWA_DEV_SYM(prefill_tma_launches)(void);
-extern "C" void SWA_DEV_SYM(set_prefill_kv_loads)(int kv_loads); /* 0 default, 1 cp.async, 2 TMA where it applies */
 extern "C" void SWA_DEV_SYM(set_prefill_ws_ctas)(int ctas);       /* SWA_WS_CTAS_PER_SM (0, default), N persistent on at most N, SWA_WS_CTAS_PER_ITEM (-1) */
 
 /* Whether the kernels handle this shape (NULL) or why not. */

@@ -14,16 +14,17 @@
  * Engines: on a compute capability 9.0 GPU with this binary's image
  * compiled for sm_90a (asked once from the device: swa_prefill_wgmma_built),
  * the 64- and 128-row tiles of head_dim 64/128/256 run on the warp-specialised
- * wgmma engine (attn_engine_sm90.cuh, swa_attn_engine_wgmma_ws: a producer
- * warpgroup and 1 or 2 consumer warpgroups per tile; tuning knob
- * prefill_engine = 2, the default; 128-row tiles on its persistent kernel,
- * swa_attn_engine_wgmma_wsp, when there are more work items than SMs), or
- * on the serial wgmma engine
- * (prefill_engine = 1); everything else, and prefill_engine = 0, runs on
- * the mma.sync engine (attn_engine.cuh).
+ * wgmma engine (attn_engine_sm90.cuh: a producer warpgroup and 1 or 2
+ * consumer warpgroups per tile; 128-row tiles of head_dim 64/128 on its
+ * persistent kernel, swa_attn_engine_wgmma_wsp, when there are more work
+ * items than SMs, else one CTA per item, swa_attn_engine_wgmma_ws);
+ * everything else, and prefill_engine = 0 (SWADIFF_CUDA_PREFILL_ENGINE=mma),
+ * runs on the mma.sync engine (attn_engine.cuh).  launch_choice.c's
+ * swa_prefill_choose is the one rule; the launcher instantiates what it
+ * names.
  *
  * Test: tests/gpu_test_kernels.c (prefill paged/ragged, split, GQA, windows;
- * gpu_variants runs them again on both wgmma engines). */
+ * gpu_variants runs them again on the wgmma engine's grids). */
 #include "backends/cuda/cuda_internal.cuh"
 #include <type_traits>
 
@@ -34,9 +35,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if SWA_TENSOR_CORE_ENGINE
-#include <cudaTypedefs.h> /* PFN_cuTensorMapEncodeTiled */
-#endif
 
 namespace SWA_NS {
 
@@ -148,18 +146,6 @@ template <int D, bool MUT> struct swa_prefill_prob {
         return kr;
     }
 #endif
-    /* key t's TMA coordinates (swa_tma_kv): the pool page and its slot;
-     * ragged: page 0 and the key's row in the ragged K/V */
-    __device__ void tma_page_slot(int t, int &page, int &slot) const
-    {
-        if (p.ragged) {
-            page = 0;
-            slot = p.kv_indptr[r] + t;
-        } else {
-            page = pages[addr.page_of(t)];
-            slot = addr.pdiv.mod(t);
-        }
-    }
 
     template <typename T> __device__ void write_row(int local, int c, const float (&o)[8], float mx, float d) const
     {
@@ -199,37 +185,20 @@ __global__ void __launch_bounds__(Cfg::THREADS) swa_prefill_kernel(const swa_cud
 }
 
 #if SWA_TENSOR_CORE_ENGINE
-/* The wgmma engine's kernel: the same problem class, 1 or 2 warpgroups.
- * Its body exists only in the sm_90a image (elsewhere it is empty and
- * never launched: see swa_prefill_wgmma_ready). */
-template <class Cfg, typename T, bool MUT>
-__global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS) swa_prefill_wgmma_kernel(const swa_cuda_prefill_params p)
-{
-#if SWA_WGMMA_DEVICE
-    extern __shared__ __align__(1024) unsigned char swa_wgmma_smem[];
-    swa_prefill_prob_t<Cfg::D, T, MUT> prob(p);
-    if (!prob.template init<Cfg::ROWS>()) return;
-    swa_attn_engine_wgmma<Cfg, T>(prob, swa_wgmma_smem);
-#else
-    (void)p;
-#endif
-}
-
 /* The warp-specialised wgmma engine's kernel: WG consumer warpgroups and
- * one producer (Cfg::THREADS = 128 (WG + 1)); tma: the K/V tensor maps
- * (tma.rows = 0: every tile gathered by cp.async).  One CTA per work item. */
+ * one producer (Cfg::THREADS = 128 (WG + 1)), one CTA per work item.  Its
+ * body exists only in the sm_90a image (elsewhere it is empty and never
+ * launched: see swa_prefill_wgmma_ready). */
 template <class Cfg, typename T, bool MUT>
-__global__ void __launch_bounds__(Cfg::THREADS, 1)
-    swa_prefill_wgmma_ws_kernel(const swa_cuda_prefill_params p, const __grid_constant__ swa_tma_kv tma)
+__global__ void __launch_bounds__(Cfg::THREADS, 1) swa_prefill_wgmma_ws_kernel(const swa_cuda_prefill_params p)
 {
 #if SWA_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char swa_wgmma_ws_smem[];
     swa_prefill_prob_t<Cfg::D, T, MUT> prob(p);
     if (!prob.template init<Cfg::ROWS>()) return;
-    swa_attn_engine_wgmma_ws<Cfg, T>(prob, swa_wgmma_ws_smem, tma);
+    swa_attn_engine_wgmma_ws<Cfg, T>(prob, swa_wgmma_ws_smem);
 #else
     (void)p;
-    (void)tma;
 #endif
 }
 
@@ -238,16 +207,15 @@ __global__ void __launch_bounds__(Cfg::THREADS, 1)
  * p.ws_items in all. */
 template <class Cfg, typename T, bool MUT>
 __global__ void __launch_bounds__(Cfg::THREADS, 1)
-    swa_prefill_wgmma_wsp_kernel(const swa_cuda_prefill_params p, const __grid_constant__ swa_tma_kv tma)
+    swa_prefill_wgmma_wsp_kernel(const swa_cuda_prefill_params p)
 {
 #if SWA_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char swa_wgmma_wsp_smem[];
     swa_prefill_prob_t<Cfg::D, T, MUT> prob(p);
     const swa_ws_sched sched = {p.ws_items};
-    swa_attn_engine_wgmma_wsp<Cfg, T>(prob, swa_wgmma_wsp_smem, tma, sched);
+    swa_attn_engine_wgmma_wsp<Cfg, T>(prob, swa_wgmma_wsp_smem, sched);
 #else
     (void)p;
-    (void)tma;
 #endif
 }
 
@@ -285,8 +253,7 @@ __global__ void __launch_bounds__(128) swa_prefill_merge_kernel(const swa_cuda_p
  * tensor-core engine) and the image the device loaded for prefill.cu was
  * compiled for sm_90a.  Asked once per process (a synchronous read of
  * swa_prefill_wgmma_built); an error (no image for this device) is "no". */
-static long swa_prefill_wgmma_count = 0; /* launches of the wgmma kernel (tests) */
-static long swa_prefill_tma_count = 0;   /* ... of the warp-specialised one with TMA K/V loads */
+static long swa_prefill_wgmma_count = 0; /* launches of the wgmma kernels (tests) */
 
 static bool swa_prefill_wgmma_ready(void)
 {
@@ -358,91 +325,11 @@ extern "C" int SWA_DEV_SYM(prefill_wgmma_image_here)(void)
 #endif
 }
 extern "C" long SWA_DEV_SYM(prefill_wgmma_launches)(void) { return swa_prefill_wgmma_count; }
-extern "C" long SWA_DEV_SYM(prefill_tma_launches)(void) { return swa_prefill_tma_count; }
-
-#if SWA_TENSOR_CORE_ENGINE
-/* cuTensorMapEncodeTiled through the runtime (no link against libcuda);
- * asked once per process, NULL when the driver does not have it. */
-static PFN_cuTensorMapEncodeTiled_v12000 swa_tma_encoder(void)
-{
-    static int state = -1; /* -1 not asked yet, 0 none, 1 found */
-    static PFN_cuTensorMapEncodeTiled_v12000 fn = NULL;
-    if (state < 0) {
-        void *f = NULL;
-        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) !=
-                cudaSuccess ||
-            q != cudaDriverEntryPointSuccess) {
-            cudaGetLastError(); /* not sticky: clear it for the caller's checks */
-            f = NULL;
-        }
-        fn = (PFN_cuTensorMapEncodeTiled_v12000)f;
-        state = f != NULL;
-    }
-    return fn;
-}
-
-/* The K/V tensor maps of the warp-specialised engine (swa_tma_kv in
- * attn_engine_sm90.cuh has the layout).  False, with tm->rows = 0, where
- * TMA does not apply: a page size other than 8, 16, 32 or a multiple of 64
- * (a box of R keys must divide the 64-key tile and the page, and start
- * on a 1024-byte boundary of the swizzle pattern: R >= 8), an empty pool,
- * or a map the driver refuses. */
-template <int D, typename T> static bool swa_prefill_tma_encode(const swa_cuda_prefill_params &p, swa_tma_kv *tm)
-{
-    memset(tm, 0, sizeof *tm);
-    PFN_cuTensorMapEncodeTiled_v12000 encode = swa_tma_encoder();
-    if (!encode) return false;
-    const cuuint64_t row = (cuuint64_t)D * sizeof(T), hk = (cuuint64_t)p.num_kv_heads;
-    cuuint64_t dims[4], strides[3];
-    cuuint32_t box[4] = {64, 1, 1, 1};
-    const cuuint32_t estr[4] = {1, 1, 1, 1};
-    int rows, hnd = 0;
-    if (p.ragged) {
-        if (p.total_kv <= 0) return false;
-        rows = 64;
-        const cuuint64_t n = (cuuint64_t)p.total_kv;
-        dims[0] = D; dims[1] = hk; dims[2] = n; dims[3] = 1;
-        strides[0] = row; strides[1] = hk * row; strides[2] = n * hk * row;
-        box[2] = (cuuint32_t)rows;
-    } else {
-        const int ps = p.page_size;
-        if (p.num_pages <= 0 || ps <= 0 || !(ps % 64 == 0 || (ps >= 8 && 64 % ps == 0))) return false;
-        rows = ps < 64 ? ps : 64;
-        const cuuint64_t ups = (cuuint64_t)ps;
-        if (p.nhd) {
-            dims[0] = D; dims[1] = hk; dims[2] = ups; dims[3] = (cuuint64_t)p.num_pages;
-            strides[0] = row; strides[1] = hk * row; strides[2] = ups * hk * row;
-            box[2] = (cuuint32_t)rows;
-        } else {
-            hnd = 1;
-            dims[0] = D; dims[1] = ups; dims[2] = hk; dims[3] = (cuuint64_t)p.num_pages;
-            strides[0] = row; strides[1] = ups * row; strides[2] = hk * ups * row;
-            box[1] = (cuuint32_t)rows;
-        }
-    }
-    const CUtensorMapDataType dt =
-        std::is_same<T, swa_half_t>::value ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-    const void *bases[2] = {p.k, p.v};
-    CUtensorMap *maps[2] = {&tm->k, &tm->v};
-    for (int i = 0; i < 2; i++)
-        if (encode(maps[i], dt, 4, const_cast<void *>(bases[i]), dims, strides, box, estr,
-                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
-            memset(tm, 0, sizeof *tm);
-            return false;
-        }
-    tm->rows = rows;
-    tm->hnd = hnd;
-    return true;
-}
-#endif
 
 #if SWA_TENSOR_CORE_ENGINE
 /* The warp-specialised kernel over `items` work items (num_work x
- * sub_tiles x kv heads): its register split checked, the K/V tensor maps
- * when TMA is asked for, and the grid (swa_cuda_tuning.prefill_ws_ctas):
- * for 128-row tiles, the persistent kernel on one CTA per SM (the
+ * sub_tiles x kv heads): its register split checked, and the grid
+ * (swa_cuda_tuning.prefill_ws_ctas): for 128-row tiles, the persistent kernel on one CTA per SM (the
  * default) or fewer, each running its share of the items (swa_ws_sched),
  * or one CTA per item (SWA_WS_CTAS_PER_ITEM, and every grid with no more
  * items than CTAs).  The persistent kernel was slower while its producer
@@ -455,10 +342,9 @@ static swa_status swa_prefill_launch_ws(swa_cuda_prefill_params p, int items, co
 {
     auto kernel = swa_prefill_wgmma_ws_kernel<Cfg, T, MUT>;
     int smem = Cfg::SMEM_BYTES, ctas = items;
-    /* the persistent kernel: 128-row tiles, the default ring (the chooser
-     * says when; a benchmark ring variant has none and runs per item) */
-    constexpr bool can_persist = Cfg::WG == 2 && Cfg::STAGES == 5 && Cfg::LAG == 1 && !Cfg::PINGPONG;
-    typedef swa_wgmma_wsp_cfg<Cfg::D, 2, 5, 1, Cfg::RESCALE, Cfg::KV_TPK> PCfg;
+    /* the persistent kernel: 128-row tiles (the chooser says when) */
+    constexpr bool can_persist = Cfg::WG == 2;
+    typedef swa_wgmma_wsp_cfg<Cfg::D, 2> PCfg;
     bool persist = false;
     if constexpr (can_persist) { /* (a 64-row or head_dim 256 tile has no persistent kernel) */
         if (choice->persistent) {
@@ -491,36 +377,22 @@ static swa_status swa_prefill_launch_ws(swa_cuda_prefill_params p, int items, co
                                  regs[persist], Cfg::PRODUCER_REGS, Cfg::CONSUMER_REGS, need);
     }
     p.ws_items = items;
-    swa_tma_kv tma;
-    /* K/V by TMA boxes only when asked (prefill_kv_loads 2): the gather is
-     * the default, faster on an H200 (bench_cuda.cu's "[wgmma-ws TMA]"
-     * sweep rows) */
-    if (swa_cuda_tune.prefill_kv_loads != 2 || !swa_prefill_tma_encode<Cfg::D, T>(p, &tma))
-        memset(&tma, 0, sizeof tma); /* rows 0: the cp.async gather */
     SWA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    kernel<<<(unsigned)ctas, Cfg::THREADS, smem, stream>>>(p, tma);
+    kernel<<<(unsigned)ctas, Cfg::THREADS, smem, stream>>>(p);
     SWA_CUDA_TRY_LAUNCH("prefill kernel");
     swa_prefill_wgmma_count++;
-    if (tma.rows > 0) swa_prefill_tma_count++;
-    char loads[48], grid[80];
-    if (tma.rows > 0) snprintf(loads, sizeof loads, "TMA boxes of %d keys", tma.rows);
-    else if (Cfg::KV_TPK != 8) snprintf(loads, sizeof loads, "cp.async, %d threads per key row", Cfg::KV_TPK);
-    else snprintf(loads, sizeof loads, "cp.async");
+    char grid[80];
     if (persist)
         snprintf(grid, sizeof grid, ", persistent: %d CTA%s for %d work items", ctas, ctas == 1 ? "" : "s", items);
     else grid[0] = '\0';
-    /* RESCALE other than the default's (0) */
-    static const char *const rescale[3] = {"", ", O rescaled under the next Q K^T",
-                                           ", O rescaled under the next Q K^T, P V waited for after a vote"};
-    swa_cuda_note_kernel("prefill wgmma-ws: %d consumer warpgroup%s + producer, %d-stage ring, K/V by %s%s%s%s%s", Cfg::WG,
-                         Cfg::WG == 1 ? "" : "s", Cfg::STAGES, loads, Cfg::PINGPONG ? ", ping-pong" : "",
-                         Cfg::PINGPONG ? "" : rescale[Cfg::RESCALE], grid, split);
+    swa_cuda_note_kernel("prefill wgmma-ws: %d consumer warpgroup%s + producer, %d-stage ring, K/V by cp.async%s%s",
+                         Cfg::WG, Cfg::WG == 1 ? "" : "s", Cfg::STAGES, grid, split);
     return SWA_OK;
 }
 #endif
 
-/* ENGINE: 0 mma.sync (or the portable engine), 1 wgmma, 2 wgmma warp-specialised */
-template <class Cfg, typename T, bool MUT, int ENGINE = 0>
+/* WS: the warp-specialised wgmma engine; else mma.sync (or the portable engine) */
+template <class Cfg, typename T, bool MUT, bool WS = false>
 static swa_status swa_prefill_launch_cfg(const swa_cuda_prefill_params *pp, int num_work, bool write_lse,
                                          swa_prefill_choice choice, cudaStream_t stream, swa_error *err)
 {
@@ -541,26 +413,15 @@ static swa_status swa_prefill_launch_cfg(const swa_cuda_prefill_params *pp, int 
             return swa_error_set(err, SWA_ERR_UNSUPPORTED, "cuda prefill: %lld CTAs (work items x heads) over the grid limit",
                                  items);
 #if SWA_TENSOR_CORE_ENGINE
-        if constexpr (ENGINE == 2) {
+        if constexpr (WS) {
             swa_status st = swa_prefill_launch_ws<Cfg, T, MUT>(p, (int)items, split, &choice, stream, err);
             if (st != SWA_OK) return st;
         } else
 #endif
         {
-            void (*kernel)(const swa_cuda_prefill_params) = NULL;
-#if SWA_TENSOR_CORE_ENGINE
-            if constexpr (ENGINE == 1) {
-                kernel = swa_prefill_wgmma_kernel<Cfg, T, MUT>;
-                swa_prefill_wgmma_count++;
-                swa_cuda_note_kernel("prefill wgmma (serial): %d warpgroup%s, %d-stage ring%s", Cfg::WG,
-                                     Cfg::WG == 1 ? "" : "s", Cfg::STAGES, split);
-            } else
-#endif
-            {
-                kernel = swa_prefill_kernel<Cfg, T, MUT>;
-                swa_cuda_note_kernel("prefill %s: %d rows per CTA, %d warps%s", SWA_ENGINE_NAME, Cfg::ROWS, Cfg::NW,
-                                     split);
-            }
+            void (*kernel)(const swa_cuda_prefill_params) = swa_prefill_kernel<Cfg, T, MUT>;
+            swa_cuda_note_kernel("prefill %s: %d rows per CTA, %d warps%s", SWA_ENGINE_NAME, Cfg::ROWS, Cfg::NW,
+                                 split);
             SWA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
             kernel<<<(unsigned)items, Cfg::THREADS, Cfg::SMEM_BYTES, stream>>>(p);
             SWA_CUDA_TRY_LAUNCH("prefill kernel");
@@ -583,8 +444,8 @@ static swa_status swa_prefill_launch_cfg(const swa_cuda_prefill_params *pp, int 
 /* The kernel of each variant the chooser names (launch_choice.c has the
  * rule, swa_prefill_choose): 16-row tiles as one row group with the keys
  * over 4 warps; 64 rows as 4 warps x 16; 128 rows as 4 warps x 32 (two
- * m-tiles share each K/V fragment); the Hopper wgmma engines as one or two
- * (consumer) warpgroups; head_dim 256 on them one consumer warpgroup of 64
+ * m-tiles share each K/V fragment); the Hopper wgmma engine as one or two
+ * consumer warpgroups and a producer; head_dim 256 on them one consumer warpgroup of 64
  * rows (O takes 128 registers per thread) with a 128-row plan tile as two
  * CTAs. */
 template <int D, typename T, bool MUT>
@@ -610,32 +471,11 @@ static swa_status swa_prefill_launch_d(const swa_cuda_prefill_params *p, int num
         if constexpr (D <= 128)
             return swa_prefill_launch_cfg<swa_engine_cfg<D, 4, 1, 2>, T, MUT>(p, num_work, write_lse, c, stream, err);
         break;
-    case SWA_PK_WGMMA_64:
-        return swa_prefill_launch_cfg<swa_wgmma_cfg<D, 1>, T, MUT, 1>(p, num_work, write_lse, c, stream, err);
-    case SWA_PK_WGMMA_128:
-        if constexpr (D <= 128)
-            return swa_prefill_launch_cfg<swa_wgmma_cfg<D, 2>, T, MUT, 1>(p, num_work, write_lse, c, stream, err);
-        break;
     case SWA_PK_WS_64:
-        return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 1>, T, MUT, 2>(p, num_work, write_lse, c, stream, err);
+        return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 1>, T, MUT, true>(p, num_work, write_lse, c, stream, err);
     case SWA_PK_WS_128:
-        if constexpr (D <= 128) {
-            if constexpr (D == 128 && !MUT && std::is_same<T, swa_half_t>::value) {
-                /* ring variants for the benchmark's sweep (one shape, so
-                 * that the build does not grow by every combination) */
-                switch (swa_cuda_tune.prefill_ws_variant) {
-                case 1: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 4, 1>, T, MUT, 2>(p, num_work, write_lse, c, stream, err);
-                case 2: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, true>, T, MUT, 2>(p, num_work, write_lse, c, stream, err);
-                case 3: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 6, 2>, T, MUT, 2>(p, num_work, write_lse, c, stream, err);
-                case 4: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, false, 2>, T, MUT, 2>(p, num_work, write_lse, c, stream, err);
-                case 5: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, false, 1>, T, MUT, 2>(p, num_work, write_lse, c, stream, err);
-                case 6: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, false, 0, 4>, T, MUT, 2>(p, num_work, write_lse, c, stream, err);
-                case 7: return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2, 5, 1, false, 0, 2>, T, MUT, 2>(p, num_work, write_lse, c, stream, err);
-                default: break;
-                }
-            }
-            return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2>, T, MUT, 2>(p, num_work, write_lse, c, stream, err);
-        }
+        if constexpr (D <= 128)
+            return swa_prefill_launch_cfg<swa_wgmma_ws_cfg<D, 2>, T, MUT, true>(p, num_work, write_lse, c, stream, err);
         break;
 #endif
     default: break;
