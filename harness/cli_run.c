@@ -86,7 +86,211 @@ static int run_usage(FILE *f)
     return f == stdout ? SWA_EXIT_OK : SWA_EXIT_USAGE;
 }
 
-int swa_cmd_run(int argc, char **argv, const char *prog)
+/* ---------------------------------------------------------------------------
+ * run, in three steps: parse argv into run_options, select (the backends,
+ * the cases, the device) into run_selection, run.  Each step returns an exit
+ * code, or RUN_GO_ON for the next; swa_cmd_run frees everything in one place. */
+
+enum { RUN_GO_ON = -1 }; /* not an exit code: the next step runs */
+
+/* What the command line (and SWADIFF_NO_ISOLATE) asked for. */
+typedef struct run_options {
+    const char *device_name, *report_dir, *dump_dir, *mutant_only, *where_text;
+    const char *plugins[SWA_EXTERNAL_MAX], *adapters[SWA_EXTERNAL_MAX];
+    int nplugins, nadapters;
+    const char *registry;                          /* --adapters, $SWADIFF_ADAPTERS or the default */
+    const char *externals[SWA_EXTERNAL_MAX];       /* NS:BACKEND globs of --backend */
+    char external_names[SWA_EXTERNAL_MAX][160];    /* what externals point to */
+    int nexternals;
+    bool backends_selected;                        /* a --backend was given */
+    unsigned backend_mask;                         /* its built-in backends */
+    int jobs;                                      /* 0: the default (cores for the host, one per GPU) */
+    const char *filters[64];
+    int nfilters, shard_i, shard_n;
+    swa_mutant mutant;
+    double timeout;
+    int repeat;
+    unsigned invariance;
+    bool explain, quiet, no_isolate, deterministic;
+    swa_xfail_list xfail;                          /* every --xfail FILE */
+    int npaths;                                    /* the CASES operands */
+    char **paths;
+} run_options;
+
+/* What runs: the backends (after --where on `backend`), the selected cases
+ * (indices into all), the device and its workers. */
+typedef struct run_selection {
+    swa_where *where;
+    unsigned backend_mask;
+    bool backends_selected;
+    const char *externals[SWA_EXTERNAL_MAX * 4];   /* the globs, or the names --where lets run */
+    int nexternals;
+    swa_case_list all;
+    int *selected, nsel;
+    const swa_device_ops *dev;
+    int gpus[64], num_gpus;
+    int jobs;
+} run_selection;
+
+/* -b LIST: built-in names into backend_mask, NS:BACKEND globs kept as given. */
+static int run_parse_backends(run_options *o, const char *arg)
+{
+    char list[512], bad[128];
+    o->backends_selected = true;
+    snprintf(list, sizeof list, "%s", arg);
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (strchr(tok, ':')) { /* NS:BACKEND of a plug-in or adapter (a glob) */
+            if (o->nexternals == SWA_EXTERNAL_MAX) {
+                fprintf(stderr, "swadiff run: at most %d external --backend names\n", SWA_EXTERNAL_MAX);
+                return SWA_EXIT_USAGE;
+            }
+            snprintf(o->external_names[o->nexternals], sizeof o->external_names[o->nexternals], "%s", tok);
+            o->externals[o->nexternals] = o->external_names[o->nexternals];
+            o->nexternals++;
+            continue;
+        }
+        unsigned flag = swa_cli_parse_backends(tok, bad, sizeof bad);
+        if (!flag) {
+            char names[256];
+            swa_backend_names_text(names, sizeof names);
+            fprintf(stderr, "swadiff run: --backend: unknown backend '%s' (expected %s, or PLUGIN:BACKEND "
+                            "of a --plugin or --adapter)\n", bad, names);
+            return SWA_EXIT_USAGE;
+        }
+        o->backend_mask |= flag;
+    }
+    return RUN_GO_ON;
+}
+
+/* The options whose value is checked: -j, --adapter-timeout, -s, -m,
+ * --timeout, --repeat, --invariance. */
+static int run_parse_checked(run_options *o, int ch, const char *arg)
+{
+    switch (ch) {
+    case 'j': {
+        char *end;
+        long j = strtol(arg, &end, 10);
+        if (end == arg || *end || j < 1 || j > 1024) {
+            fprintf(stderr, "swadiff run: --jobs %s: expected a number of workers from 1 to 1024\n", arg);
+            return SWA_EXIT_USAGE;
+        }
+        o->jobs = (int)j;
+        break;
+    }
+    case 'W': {
+        double t;
+        if (swa_cli_parse_seconds(arg, &t) != 0) {
+            fprintf(stderr, "swadiff run: --adapter-timeout %s: expected a positive number of seconds, at most "
+                    "%.0f\n", arg, SWA_SECONDS_MAX);
+            return SWA_EXIT_USAGE;
+        }
+        swa_external_set_reply_timeout(t);
+        break;
+    }
+    case 's':
+        if (swa_cli_parse_shard(arg, &o->shard_i, &o->shard_n) != 0) {
+            fprintf(stderr, "swadiff run: --shard %s: expected I/N with 1 <= I <= N\n", arg);
+            return SWA_EXIT_USAGE;
+        }
+        break;
+    case 'm':
+        o->mutant = swa_mutant_by_name(arg);
+        if (o->mutant == SWA_MUTANT_COUNT) {
+            fprintf(stderr, "swadiff run: --mutant %s: unknown (see `swadiff list mutants`)\n", arg);
+            return SWA_EXIT_USAGE;
+        }
+        break;
+    case 'T':
+        if (swa_cli_parse_seconds(arg, &o->timeout) != 0) {
+            fprintf(stderr, "swadiff run: --timeout %s: expected a positive number of seconds, at most %.0f\n",
+                    arg, SWA_SECONDS_MAX);
+            return SWA_EXIT_USAGE;
+        }
+        break;
+    case 'N':
+        if (swa_cli_parse_repeat(arg, &o->repeat) != 0) {
+            fprintf(stderr, "swadiff run: --repeat %s: expected a whole number of runs from 1 to %d\n", arg,
+                    SWA_REPEAT_MAX);
+            return SWA_EXIT_USAGE;
+        }
+        break;
+    case 'V':
+        if (swa_cli_parse_invariance(arg, &o->invariance) != 0) {
+            char names[96];
+            swa_invariance_names_text(names, sizeof names);
+            fprintf(stderr, "swadiff run: --invariance %s: expected a comma-separated list of %s, or all\n",
+                    arg, names);
+            return SWA_EXIT_USAGE;
+        }
+        break;
+    default: break; /* run_parse_option sends only the options above */
+    }
+    return RUN_GO_ON;
+}
+
+/* One option from getopt_long (ch) with its argument (arg, NULL for none). */
+static int run_parse_option(run_options *o, int ch, const char *arg)
+{
+    switch (ch) {
+    case 'd': o->device_name = arg; break;
+    case 'b': return run_parse_backends(o, arg);
+    case 'P':
+    case 'A':
+        if ((ch == 'P' ? o->nplugins : o->nadapters) == SWA_EXTERNAL_MAX) {
+            fprintf(stderr, "swadiff run: at most %d --plugin / --adapter options\n", SWA_EXTERNAL_MAX);
+            return SWA_EXIT_USAGE;
+        }
+        if (ch == 'P')
+            o->plugins[o->nplugins++] = arg;
+        else
+            o->adapters[o->nadapters++] = arg;
+        break;
+    case 'R': o->registry = arg; break;
+    case 'f':
+        if (o->nfilters == 64) {
+            fprintf(stderr, "swadiff run: at most 64 --filter options\n");
+            return SWA_EXIT_USAGE;
+        }
+        o->filters[o->nfilters++] = arg;
+        break;
+    case 'w':
+        if (o->where_text) {
+            fprintf(stderr, "swadiff run: --where given twice: join the conditions with ',' in one --where\n");
+            return SWA_EXIT_USAGE;
+        }
+        o->where_text = arg;
+        break;
+    case 'X': {
+        char why[SWA_PATH_MAX + 300];
+        if (swa_xfail_load(arg, &o->xfail, why, sizeof why) != 0) {
+            fprintf(stderr, "swadiff run: --xfail %s\n", why);
+            return SWA_EXIT_USAGE;
+        }
+        break;
+    }
+    case 'j':
+    case 'W':
+    case 's':
+    case 'm':
+    case 'T':
+    case 'N':
+    case 'V':
+        return run_parse_checked(o, ch, arg);
+    case 'r': o->report_dir = arg; break;
+    case 'D': o->dump_dir = arg; break;
+    case 'Z': o->deterministic = true; break;
+    case 'E': o->explain = false; break;
+    case 'I': o->no_isolate = true; break;
+    case 'O': o->mutant_only = arg; break;
+    case 'q': o->quiet = true; break;
+    case 'h': return run_usage(stdout);
+    default: return run_usage(stderr);
+    }
+    return RUN_GO_ON;
+}
+
+/* argv (and SWADIFF_NO_ISOLATE) into o, which starts zeroed. */
+static int run_parse(int argc, char **argv, run_options *o)
 {
     static const struct option opts[] = {
         {"device", required_argument, 0, 'd'}, {"backend", required_argument, 0, 'b'},
@@ -103,162 +307,21 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
         {"invariance", required_argument, 0, 'V'}, {"deterministic", no_argument, 0, 'Z'},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
     };
-    const char *device_name = "auto", *report_dir = NULL, *dump_dir = NULL, *mutant_only = NULL;
-    const char *where_text = NULL;
-    /* static: reachable until exit on every early return (no leak report) */
-    static swa_xfail_list xfail;
-    swa_xfail_free(&xfail);
-    const char *plugins[SWA_EXTERNAL_MAX], *adapters[SWA_EXTERNAL_MAX], *externals[SWA_EXTERNAL_MAX];
-    int nplugins = 0, nadapters = 0, nexternals = 0;
-    const char *registry = getenv("SWADIFF_ADAPTERS");
-    if (!registry || !*registry)
-        registry = "adapters/registry.json";
-    bool backends_selected = false;
-    int jobs = 0; /* 0: the default (cores for the host, one per GPU) */
-    const char *filters[64];
-    int nfilters = 0, shard_i = 1, shard_n = 1;
-    unsigned backend_mask = 0;
-    swa_mutant mutant = SWA_MUTANT_NONE;
-    double timeout = 0;
-    int repeat = 1;
-    unsigned invariance = 0;
-    bool explain = true, quiet = false, no_isolate = false, deterministic = false;
-    char bad[128];
+    o->device_name = "auto";
+    o->registry = getenv("SWADIFF_ADAPTERS");
+    if (!o->registry || !*o->registry)
+        o->registry = "adapters/registry.json";
+    o->shard_i = o->shard_n = 1;
+    o->mutant = SWA_MUTANT_NONE;
+    o->repeat = 1;
+    o->explain = true;
     optind = 1;
-    int ch;
-    while ((ch = getopt_long(argc, argv, "d:b:f:r:s:m:j:w:qh", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'd': device_name = optarg; break;
-        case 'b': {
-            backends_selected = true;
-            char list[512];
-            snprintf(list, sizeof list, "%s", optarg);
-            for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                if (strchr(tok, ':')) { /* NS:BACKEND of a plug-in or adapter (a glob) */
-                    if (nexternals == SWA_EXTERNAL_MAX) {
-                        fprintf(stderr, "swadiff run: at most %d external --backend names\n", SWA_EXTERNAL_MAX);
-                        return SWA_EXIT_USAGE;
-                    }
-                    static char stored[SWA_EXTERNAL_MAX][160];
-                    snprintf(stored[nexternals], sizeof stored[nexternals], "%s", tok);
-                    externals[nexternals] = stored[nexternals];
-                    nexternals++;
-                    continue;
-                }
-                unsigned flag = swa_cli_parse_backends(tok, bad, sizeof bad);
-                if (!flag) {
-                    char names[256];
-                    swa_backend_names_text(names, sizeof names);
-                    fprintf(stderr, "swadiff run: --backend: unknown backend '%s' (expected %s, or PLUGIN:BACKEND "
-                                    "of a --plugin or --adapter)\n", bad, names);
-                    return SWA_EXIT_USAGE;
-                }
-                backend_mask |= flag;
-            }
-            break;
-        }
-        case 'P':
-        case 'A':
-            if ((ch == 'P' ? nplugins : nadapters) == SWA_EXTERNAL_MAX) {
-                fprintf(stderr, "swadiff run: at most %d --plugin / --adapter options\n", SWA_EXTERNAL_MAX);
-                return SWA_EXIT_USAGE;
-            }
-            if (ch == 'P')
-                plugins[nplugins++] = optarg;
-            else
-                adapters[nadapters++] = optarg;
-            break;
-        case 'R': registry = optarg; break;
-        case 'j': {
-            char *end;
-            long j = strtol(optarg, &end, 10);
-            if (end == optarg || *end || j < 1 || j > 1024) {
-                fprintf(stderr, "swadiff run: --jobs %s: expected a number of workers from 1 to 1024\n", optarg);
-                return SWA_EXIT_USAGE;
-            }
-            jobs = (int)j;
-            break;
-        }
-        case 'W': {
-            double t;
-            if (swa_cli_parse_seconds(optarg, &t) != 0) {
-                fprintf(stderr, "swadiff run: --adapter-timeout %s: expected a positive number of seconds, at most "
-                        "%.0f\n", optarg, SWA_SECONDS_MAX);
-                return SWA_EXIT_USAGE;
-            }
-            swa_external_set_reply_timeout(t);
-            break;
-        }
-        case 'f':
-            if (nfilters == 64) {
-                fprintf(stderr, "swadiff run: at most 64 --filter options\n");
-                return SWA_EXIT_USAGE;
-            }
-            filters[nfilters++] = optarg;
-            break;
-        case 'w':
-            if (where_text) {
-                fprintf(stderr, "swadiff run: --where given twice: join the conditions with ',' in one --where\n");
-                return SWA_EXIT_USAGE;
-            }
-            where_text = optarg;
-            break;
-        case 'X': {
-            char why[SWA_PATH_MAX + 300];
-            if (swa_xfail_load(optarg, &xfail, why, sizeof why) != 0) {
-                fprintf(stderr, "swadiff run: --xfail %s\n", why);
-                return SWA_EXIT_USAGE;
-            }
-            break;
-        }
-        case 'r': report_dir = optarg; break;
-        case 's':
-            if (swa_cli_parse_shard(optarg, &shard_i, &shard_n) != 0) {
-                fprintf(stderr, "swadiff run: --shard %s: expected I/N with 1 <= I <= N\n", optarg);
-                return SWA_EXIT_USAGE;
-            }
-            break;
-        case 'm':
-            mutant = swa_mutant_by_name(optarg);
-            if (mutant == SWA_MUTANT_COUNT) {
-                fprintf(stderr, "swadiff run: --mutant %s: unknown (see `swadiff list mutants`)\n", optarg);
-                return SWA_EXIT_USAGE;
-            }
-            break;
-        case 'D': dump_dir = optarg; break;
-        case 'T': {
-            if (swa_cli_parse_seconds(optarg, &timeout) != 0) {
-                fprintf(stderr, "swadiff run: --timeout %s: expected a positive number of seconds, at most %.0f\n",
-                        optarg, SWA_SECONDS_MAX);
-                return SWA_EXIT_USAGE;
-            }
-            break;
-        }
-        case 'N':
-            if (swa_cli_parse_repeat(optarg, &repeat) != 0) {
-                fprintf(stderr, "swadiff run: --repeat %s: expected a whole number of runs from 1 to %d\n", optarg,
-                        SWA_REPEAT_MAX);
-                return SWA_EXIT_USAGE;
-            }
-            break;
-        case 'V':
-            if (swa_cli_parse_invariance(optarg, &invariance) != 0) {
-                char names[96];
-                swa_invariance_names_text(names, sizeof names);
-                fprintf(stderr, "swadiff run: --invariance %s: expected a comma-separated list of %s, or all\n",
-                        optarg, names);
-                return SWA_EXIT_USAGE;
-            }
-            break;
-        case 'Z': deterministic = true; break;
-        case 'E': explain = false; break;
-        case 'I': no_isolate = true; break;
-        case 'O': mutant_only = optarg; break;
-        case 'q': quiet = true; break;
-        case 'h': return run_usage(stdout);
-        default: return run_usage(stderr);
-        }
-    }
+    int ch, rc;
+    while ((ch = getopt_long(argc, argv, "d:b:f:r:s:m:j:w:qh", opts, NULL)) != -1)
+        if ((rc = run_parse_option(o, ch, optarg)) != RUN_GO_ON)
+            return rc;
+    o->npaths = argc - optind;
+    o->paths = argv + optind;
 
     /* SWADIFF_NO_ISOLATE=1 is --no-isolate, with its refusals; any other
      * value but 0 or empty is a mistake, not a quiet switch */
@@ -269,178 +332,217 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
                             "or 0 / unset (isolated workers)\n", no_iso_env);
             return SWA_EXIT_USAGE;
         }
-        no_isolate = true;
+        o->no_isolate = true;
     }
+    return RUN_GO_ON;
+}
 
+/* --where on `backend`: only the backends that meet it run (built-in
+ * and external alike), on the cases the rest of it selects */
+static void run_where_backends(const run_options *o, run_selection *s)
+{
+    unsigned allowed = 0;
+    int n;
+    const swa_backend *const *bs = swa_backends(&n);
+    for (int i = 0; i < n; i++)
+        if (swa_where_backend_ok(s->where, bs[i]->name))
+            allowed |= bs[i]->flag;
+    s->backend_mask = o->backends_selected || o->backend_mask ? o->backend_mask & allowed : allowed;
+    const swa_backend *const *ext = swa_external_backends(&n);
+    int kept_ext = 0;
+    for (int i = 0; i < n && kept_ext < SWA_EXTERNAL_MAX * 4; i++) {
+        bool runs = !o->backends_selected;
+        for (int g = 0; !runs && g < o->nexternals; g++)
+            runs = fnmatch(o->externals[g], ext[i]->name, 0) == 0;
+        if (runs && swa_where_backend_ok(s->where, ext[i]->name))
+            s->externals[kept_ext++] = ext[i]->name;
+    }
+    s->nexternals = kept_ext;
+    s->backends_selected = true;
+}
+
+/* --where parsed; the plug-ins and adapters registered and each NS:BACKEND
+ * glob checked against their backends; then --where on `backend`. */
+static int run_select_backends(const run_options *o, run_selection *s)
+{
     char where_err[1600];
-    /* static: reachable until exit on every early return below (no leak report) */
-    static swa_where *where;
-    where = where_text ? swa_where_parse(where_text, where_err, sizeof where_err) : NULL;
-    if (where_text && !where) {
+    s->where = o->where_text ? swa_where_parse(o->where_text, where_err, sizeof where_err) : NULL;
+    if (o->where_text && !s->where) {
         fprintf(stderr, "swadiff run: %s\n", where_err);
         return SWA_EXIT_USAGE;
     }
     /* plug-ins and adapters: probed here, loaded in the worker */
-    int reg_rc = swa_cli_register_externals("run", plugins, nplugins, adapters, nadapters, registry, quiet);
+    int reg_rc = swa_cli_register_externals("run", o->plugins, o->nplugins, o->adapters, o->nadapters, o->registry,
+                                            o->quiet);
     if (reg_rc)
         return reg_rc;
-    for (int g = 0; g < nexternals; g++) {
+    for (int g = 0; g < o->nexternals; g++) {
         int n, matched = 0;
         const swa_backend *const *ext = swa_external_backends(&n);
         for (int i = 0; i < n; i++)
-            matched += fnmatch(externals[g], ext[i]->name, 0) == 0;
+            matched += fnmatch(o->externals[g], ext[i]->name, 0) == 0;
         if (!matched) {
             fprintf(stderr, "swadiff run: --backend %s: no --plugin or --adapter backend has that name%s\n",
-                    externals[g], n ? " (see the registered names above)" : " (none registered)");
+                    o->externals[g], n ? " (see the registered names above)" : " (none registered)");
             return SWA_EXIT_USAGE;
         }
     }
+    s->backend_mask = o->backend_mask;
+    s->backends_selected = o->backends_selected;
+    for (int g = 0; g < o->nexternals; g++)
+        s->externals[g] = o->externals[g];
+    s->nexternals = o->nexternals;
+    if (swa_where_names_backend(s->where))
+        run_where_backends(o, s);
+    return RUN_GO_ON;
+}
 
-    /* --where on `backend`: only the backends that meet it run (built-in
-     * and external alike), on the cases the rest of it selects */
-    static const char *where_externals[SWA_EXTERNAL_MAX * 4];
-    if (swa_where_names_backend(where)) {
-        unsigned allowed = 0;
-        int n;
-        const swa_backend *const *bs = swa_backends(&n);
-        for (int i = 0; i < n; i++)
-            if (swa_where_backend_ok(where, bs[i]->name))
-                allowed |= bs[i]->flag;
-        backend_mask = backends_selected || backend_mask ? backend_mask & allowed : allowed;
-        const swa_backend *const *ext = swa_external_backends(&n);
-        int kept_ext = 0;
-        for (int i = 0; i < n && kept_ext < SWA_EXTERNAL_MAX * 4; i++) {
-            bool runs = !backends_selected;
-            for (int g = 0; !runs && g < nexternals; g++)
-                runs = fnmatch(externals[g], ext[i]->name, 0) == 0;
-            if (runs && swa_where_backend_ok(where, ext[i]->name))
-                where_externals[kept_ext++] = ext[i]->name;
-        }
-        for (int g = 0; g < kept_ext; g++)
-            externals[g] = where_externals[g];
-        nexternals = kept_ext;
-        backends_selected = true;
-    }
-
-    swa_case_list all = {0};
-    int rc = swa_cli_load_cases(argc - optind, argv + optind, &all);
-    if (rc) {
-        swa_case_list_free(&all);
+/* The cases loaded, then the filters, then the shard over what the filters kept. */
+static int run_select_cases(const run_options *o, run_selection *s)
+{
+    int rc = swa_cli_load_cases(o->npaths, o->paths, &s->all);
+    if (rc)
         return rc;
-    }
     /* --invariance and --deterministic apply to every case, as if each case
      * file said so (the reproduce commands repeat them) */
-    for (int i = 0; i < all.count; i++) {
-        all.cases[i].invariance |= invariance;
-        all.cases[i].deterministic = all.cases[i].deterministic || deterministic;
+    for (int i = 0; i < s->all.count; i++) {
+        s->all.cases[i].invariance |= o->invariance;
+        s->all.cases[i].deterministic = s->all.cases[i].deterministic || o->deterministic;
     }
-    /* select: filters, then the shard over what the filters kept */
-    int *selected = malloc(sizeof(int) * (size_t)(all.count > 0 ? all.count : 1));
-    int nsel = 0, kept = 0;
-    swa_run_config sel_cfg = {.backend_mask = backend_mask, .backends_selected = backends_selected,
-                              .external_globs = externals, .num_external_globs = nexternals};
-    for (int i = 0; i < all.count; i++) {
-        if (!swa_cli_case_selected(&all.cases[i], filters, nfilters, where, &sel_cfg))
+    s->selected = malloc(sizeof(int) * (size_t)(s->all.count > 0 ? s->all.count : 1));
+    int kept = 0;
+    swa_run_config sel_cfg = {.backend_mask = s->backend_mask, .backends_selected = s->backends_selected,
+                              .external_globs = s->externals, .num_external_globs = s->nexternals};
+    for (int i = 0; i < s->all.count; i++) {
+        if (!swa_cli_case_selected(&s->all.cases[i], o->filters, o->nfilters, s->where, &sel_cfg))
             continue;
-        if (kept++ % shard_n == shard_i - 1)
-            selected[nsel++] = i;
+        if (kept++ % o->shard_n == o->shard_i - 1)
+            s->selected[s->nsel++] = i;
     }
-    if ((nfilters || where) && kept == 0) {
-        if (where)
+    if ((o->nfilters || s->where) && kept == 0) {
+        if (s->where)
             fprintf(stderr, "swadiff run: no case matches %s%s%s--where %s (fields: `swadiff list cases --fields`)\n",
-                    nfilters ? "--filter " : "", nfilters ? filters[0] : "", nfilters ? " and " : "", where_text);
+                    o->nfilters ? "--filter " : "", o->nfilters ? o->filters[0] : "", o->nfilters ? " and " : "",
+                    o->where_text);
         else
-            fprintf(stderr, "swadiff run: no case matches --filter %s (ids: `swadiff list cases`)\n", filters[0]);
-        free(selected);
-        swa_case_list_free(&all);
+            fprintf(stderr, "swadiff run: no case matches --filter %s (ids: `swadiff list cases`)\n", o->filters[0]);
         return SWA_EXIT_USAGE;
     }
+    return RUN_GO_ON;
+}
 
-    if (jobs > 1 && no_isolate) {
+/* What needs the isolated worker; a --dump folder that cannot be written
+ * fails here, not once per case. */
+static int run_check_options(const run_options *o)
+{
+    if (o->jobs > 1 && o->no_isolate) {
         fprintf(stderr, "swadiff run: --jobs %d needs isolated workers; drop --no-isolate (or SWADIFF_NO_ISOLATE=1) or "
-                        "--jobs\n", jobs);
-        free(selected);
-        swa_case_list_free(&all);
+                        "--jobs\n", o->jobs);
         return SWA_EXIT_USAGE;
     }
-    if (timeout > 0 && no_isolate) {
+    if (o->timeout > 0 && o->no_isolate) {
         fprintf(stderr, "swadiff run: --timeout needs the isolated worker: it cannot stop a (case, backend) "
                         "running in this process; drop --no-isolate (or SWADIFF_NO_ISOLATE=1) or --timeout\n");
-        free(selected);
-        swa_case_list_free(&all);
         return SWA_EXIT_USAGE;
     }
-
-    if (dump_dir) {
-        /* a folder that cannot be written fails here, not once per case */
+    if (o->dump_dir) {
         swa_error derr = {0};
-        if (swa_dump_prepare(dump_dir, &derr) != SWA_OK) {
+        if (swa_dump_prepare(o->dump_dir, &derr) != SWA_OK) {
             const char *why = derr.message;
-            fprintf(stderr, "swadiff run: --dump %s: %s\n", dump_dir, why + (strncmp(why, "dump: ", 6) ? 0 : 6));
-            free(selected);
-            swa_case_list_free(&all);
+            fprintf(stderr, "swadiff run: --dump %s: %s\n", o->dump_dir, why + (strncmp(why, "dump: ", 6) ? 0 : 6));
             return SWA_EXIT_USAGE;
         }
     }
+    return RUN_GO_ON;
+}
 
+/* The device, its GPUs and the workers; says where the kernels run. */
+static int run_select_device(const run_options *o, run_selection *s)
+{
     int dev_rc = SWA_EXIT_USAGE;
     char why_host[512] = "";
-    const swa_device_ops *dev = swa_cli_device_why(device_name, &dev_rc, why_host, sizeof why_host);
-    if (!dev) {
-        free(selected);
-        swa_case_list_free(&all);
+    s->dev = swa_cli_device_why(o->device_name, &dev_rc, why_host, sizeof why_host);
+    if (!s->dev)
         return dev_rc;
-    }
-    static int gpus[64];
-    int num_gpus = swa_cli_gpu_ids(device_name, dev, gpus, 64, &dev_rc);
-    if (num_gpus < 0) {
-        free(selected);
-        swa_case_list_free(&all);
+    s->num_gpus = swa_cli_gpu_ids(o->device_name, s->dev, s->gpus, 64, &dev_rc);
+    if (s->num_gpus < 0)
         return dev_rc;
-    }
-    if (jobs == 0) {
+    s->jobs = o->jobs;
+    if (s->jobs == 0) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        jobs = num_gpus > 0 ? num_gpus : cores > 0 ? (int)cores : 1;
+        s->jobs = s->num_gpus > 0 ? s->num_gpus : cores > 0 ? (int)cores : 1;
     }
     /* always say where the kernels ran, and why not on a GPU when auto fell back */
     char desc[400] = "";
-    dev->describe(desc, sizeof desc);
-    fprintf(stderr, "swadiff: device %s (%s)%s%s; %d worker%s", dev->name, desc,
-            why_host[0] ? "; --device auto: no GPU used: " : "", why_host, no_isolate ? 1 : jobs,
-            !no_isolate && jobs > 1 ? "s" : "");
-    for (int g = 0; g < num_gpus; g++)
-        fprintf(stderr, "%s%d", g ? "," : " on GPU ", gpus[g]);
+    s->dev->describe(desc, sizeof desc);
+    fprintf(stderr, "swadiff: device %s (%s)%s%s; %d worker%s", s->dev->name, desc,
+            why_host[0] ? "; --device auto: no GPU used: " : "", why_host, o->no_isolate ? 1 : s->jobs,
+            !o->no_isolate && s->jobs > 1 ? "s" : "");
+    for (int g = 0; g < s->num_gpus; g++)
+        fprintf(stderr, "%s%d", g ? "," : " on GPU ", s->gpus[g]);
     fputc('\n', stderr);
+    return RUN_GO_ON;
+}
 
+/* Everything run selects, in the order of its checks (each one's message
+ * and exit code outrank the later ones'). */
+static int run_select(const run_options *o, run_selection *s)
+{
+    int rc = run_select_backends(o, s);
+    if (rc == RUN_GO_ON)
+        rc = run_select_cases(o, s);
+    if (rc == RUN_GO_ON)
+        rc = run_check_options(o);
+    if (rc == RUN_GO_ON)
+        rc = run_select_device(o, s);
+    return rc;
+}
+
+/* Runs the selected (case, backend) pairs into rr and writes the reports. */
+static int run_execute(const run_options *o, const run_selection *s, swa_run_results *rr, int argc, char **argv,
+                       const char *prog)
+{
     swa_run_config cfg = {
-        .device = dev, .backend_mask = backend_mask, .mutant = mutant, .dump_dir = dump_dir,
-        .backends_selected = backends_selected, .external_globs = externals, .num_external_globs = nexternals,
-        .timeout = timeout, .explain_failures = explain, .quiet = quiet, .no_isolate = no_isolate,
-        .mutant_only = mutant_only, .jobs = jobs, .gpus = gpus, .num_gpus = num_gpus,
-        .repeat = repeat, .argv0 = prog, .xfail = &xfail, .invariance = invariance,
-        .deterministic = deterministic,
+        .device = s->dev, .backend_mask = s->backend_mask, .mutant = o->mutant, .dump_dir = o->dump_dir,
+        .backends_selected = s->backends_selected, .external_globs = s->externals,
+        .num_external_globs = s->nexternals, .timeout = o->timeout, .explain_failures = o->explain,
+        .quiet = o->quiet, .no_isolate = o->no_isolate, .mutant_only = o->mutant_only, .jobs = s->jobs,
+        .gpus = s->gpus, .num_gpus = s->num_gpus, .repeat = o->repeat, .argv0 = prog, .xfail = &o->xfail,
+        .invariance = o->invariance, .deterministic = o->deterministic,
     };
-    if (swa_run_count_pairs(&cfg, &all, selected, nsel) == 0) {
+    if (swa_run_count_pairs(&cfg, &s->all, s->selected, s->nsel) == 0) {
         fprintf(stderr, "swadiff run: nothing to run: the %d selected case(s) and the backend selection give no "
-                        "(case, backend) pair%s\n", nsel,
-                nsel == 0 && shard_n > 1 ? " (this --shard is empty: use fewer shards than cases)" :
-                backends_selected ? " (no selected case names a --backend given, and no plug-in or adapter matches)" : "");
-        free(selected);
-        swa_case_list_free(&all);
+                        "(case, backend) pair%s\n", s->nsel,
+                s->nsel == 0 && o->shard_n > 1 ? " (this --shard is empty: use fewer shards than cases)" :
+                s->backends_selected ? " (no selected case names a --backend given, and no plug-in or adapter "
+                                       "matches)" : "");
         return SWA_EXIT_USAGE;
     }
+    swa_cli_environment(&rr->env, s->dev, argc, argv, prog);
+    swa_cli_selection(&rr->selection, &s->all, o->npaths, o->paths, o->filters, o->nfilters, s->where, o->where_text,
+                      o->shard_i, o->shard_n, &cfg);
+    rr->started = swa_now();
+    return swa_run_selected(&cfg, &s->all, s->selected, s->nsel, o->report_dir, rr);
+}
+
+int swa_cmd_run(int argc, char **argv, const char *prog)
+{
+    run_options o = {0};
+    run_selection s = {0};
     swa_run_results rr = {0};
-    swa_cli_environment(&rr.env, dev, argc, argv, prog);
-    swa_cli_selection(&rr.selection, &all, argc - optind, argv + optind, filters, nfilters, where, where_text, shard_i,
-                      shard_n, &cfg);
-    rr.started = swa_now();
-    rc = swa_run_selected(&cfg, &all, selected, nsel, report_dir, &rr);
-    free(selected);
+    int rc = run_parse(argc, argv, &o);
+    if (rc != RUN_GO_ON)
+        goto out;
+    rc = run_select(&o, &s);
+    if (rc != RUN_GO_ON)
+        goto out;
+    rc = run_execute(&o, &s, &rr, argc, argv, prog);
+out:
+    free(s.selected);
     swa_run_results_free(&rr);
-    swa_case_list_free(&all);
-    swa_where_free(where);
-    where = NULL;
-    swa_xfail_free(&xfail);
+    swa_case_list_free(&s.all);
+    swa_where_free(s.where);
+    swa_xfail_free(&o.xfail);
     return rc;
 }
 
