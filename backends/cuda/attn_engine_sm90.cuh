@@ -30,19 +30,18 @@
  *  - epilogue as the mma.sync engine's with one key split:
  *    swa_state_inv_sum, the FINITE_SENTINEL hook, write_row per 8 dims.
  *
- * One engine, warp-specialised, in two kernels (swa_attn_engine_wgmma_ws,
- * one CTA per work item, and swa_attn_engine_wgmma_wsp, persistent): the
- * ring is guarded by mbarriers, and the consumers overlap the softmax of
- * one tile with the P V of the previous one.  The serial wgmma engine,
+ * One engine, warp-specialised (swa_attn_engine_wgmma_ws below), on one
+ * CTA per work item or on the persistent grid: the ring is guarded by
+ * mbarriers, and the consumers overlap the softmax of one tile with the
+ * P V of the previous one.  The serial wgmma engine,
  * the TMA K/V loads, ping-pong and the other ring and rescale variants it
  * was measured against are gone (issue 31; their figures are in
  * docs/kernels.md, Measured choices, and in git history).
  *
  * Shared memory (base aligned to 1024 bytes by hand; the swizzle pattern
  * repeats every 1024 bytes and the descriptors' base offset is 0):
- *   Q [ROWS x D] (two buffers in the persistent kernel), then STAGES x
- *   (K [64 x D], V [64 x D]), then the mbarriers; the per-item kernel's
- *   epilogue reuses the ring.  Each matrix is D/64 blocks of [rows][64 elements]
+ *   QBUF x Q [ROWS x D], then STAGES x (K [64 x D], V [64 x D]), then
+ *   the mbarriers.  Each matrix is D/64 blocks of [rows][64 elements]
  *   (128-byte rows), in the canonical 128-byte swizzle:
  *     byte(row, dim) = (dim/64) * rows*128 + row*128
  *                      + (((dim%64)/8) ^ (row%8)) * 16 + (dim%8) * 2
@@ -117,7 +116,12 @@ namespace SWA_NS {
  * a STAGES-deep ring with a full and an empty mbarrier per stage; the
  * producer signals a stage LAG = 1 tile after issuing it (once its copies
  * have landed: cp.async.wait_group LAG); KV_TPK = 8 producer threads per
- * key row (a 128-byte line each). */
+ * key row (a 128-byte line each).  QBUF Q buffers, each with a full and an
+ * empty mbarrier: two where they fit (a CTA runs several work items and
+ * the producer loads the next item's Q while the consumers finish the
+ * current one), one for head_dim 256 (its 3-stage ring and two 32 KB Q
+ * buffers would pass the 227 KB limit).  No epilogue buffer: the consumers
+ * write their rows from registers. */
 template <int D_, int WG_> struct swa_wgmma_ws_cfg {
     static constexpr int D = D_, WG = WG_;
     static constexpr int KV_TPK = 8;
@@ -134,15 +138,12 @@ template <int D_, int WG_> struct swa_wgmma_ws_cfg {
     static constexpr int TILE_BYTES = TK * D * 2;
     static constexpr int STAGE_BYTES = 2 * TILE_BYTES;
     static constexpr int RING_BYTES = STAGES * STAGE_BYTES;
-    static constexpr int EPI_STRIDE = D + 8;
-    static constexpr int EPI_BYTES = ROWS * EPI_STRIDE * 4 + 2 * ROWS * 4;
-    static constexpr int BODY_BYTES = RING_BYTES > EPI_BYTES ? RING_BYTES : EPI_BYTES;
-    static constexpr int BAR_BYTES = 2 * STAGES * 8; /* full[STAGES], empty[STAGES] */
     static constexpr int ALIGN = 1024;
-    static constexpr int SMEM_BYTES = ALIGN + Q_BYTES + BODY_BYTES + BAR_BYTES;
+    static constexpr int QBUF = ALIGN + 2 * Q_BYTES + RING_BYTES + (2 * STAGES + 4) * 8 <= 227 * 1024 ? 2 : 1;
+    static constexpr int BAR_BYTES = (2 * STAGES + 2 * QBUF) * 8; /* full[], empty[], q_full[], q_empty[] */
+    static constexpr int SMEM_BYTES = ALIGN + QBUF * Q_BYTES + RING_BYTES + BAR_BYTES;
     static constexpr int CHUNKS = D / 8;
     static constexpr int LOADS = TK * CHUNKS / PRODUCERS;
-    static constexpr int MIN_BLOCKS = 1;
     /* registers per thread after setmaxnreg (two consumer warpgroups only:
      * 384 threads launch with 168; 128 x (168 - 56) = 256 x (224 - 168)) */
     static constexpr int PRODUCER_REGS = 56, CONSUMER_REGS = 224;
@@ -155,26 +156,14 @@ template <int D_, int WG_> struct swa_wgmma_ws_cfg {
     static_assert(SMEM_BYTES <= 227 * 1024, "wgmma engine: shared memory over the sm_90 limit");
 };
 
-/* Shape of the persistent warp-specialised engine
- * (swa_attn_engine_wgmma_wsp): swa_wgmma_ws_cfg's, with two Q buffers (a
- * CTA runs several work items: the producer loads the next item's Q while
- * the consumers finish the current one), a full and an empty mbarrier per
- * Q buffer besides the ring's, and no epilogue buffer (the consumers
- * write their rows from registers). */
-template <int D_, int WG_> struct swa_wgmma_wsp_cfg : swa_wgmma_ws_cfg<D_, WG_> {
-    typedef swa_wgmma_ws_cfg<D_, WG_> base;
-    static constexpr int BAR_BYTES = (2 * base::STAGES + 4) * 8; /* full[STAGES], empty[STAGES], q_full[2], q_empty[2] */
-    static constexpr int SMEM_BYTES = base::ALIGN + 2 * base::Q_BYTES + base::RING_BYTES + BAR_BYTES;
-    static_assert(SMEM_BYTES <= 227 * 1024, "wgmma engine: shared memory over the sm_90 limit");
-};
-
 /* The work items of one warp-specialised CTA: item k of CTA b in a grid
  * of G is number k G + b for even k and k G + G - 1 - b for odd k (a
  * snake, so that a CTA that took one of the longest items of a round
  * takes one of the shortest of the next: the prefill launcher orders
  * items longest first under a causal mask), counted from the end as the
  * other engines' CTAs are (swa_prefill_prob::init); -1 past the last.
- * With one CTA per item (G = items) each CTA runs exactly its own. */
+ * With one CTA per item (G = items) each CTA runs exactly its own, in the
+ * order the other engines' CTAs run theirs. */
 struct swa_ws_sched {
     int items;
     __device__ int item(int k) const
@@ -435,48 +424,15 @@ __device__ __forceinline__ void swa_wg_pack_p(uint32_t (&a)[NT / 16][4], const f
     }
 }
 
-/* Epilogue as the mma.sync engine's with one key split: each warp's
- * (m, d, O) rows to shared, sync(), then nthreads threads write (row, 8
- * dims) through the problem class (swa_finish_chunk). */
-template <int D, int ROWS, int CHUNKS, int ES, class Prob, class Sync>
-__device__ __forceinline__ void swa_wg_epilogue(const Prob &prob, float *sEpiO, const float (&o)[1][D / 8][4],
-                                                const float (&m)[2], const float (&dsum)[2], int warp, int g, int t4,
-                                                int tid, int nthreads, Sync sync)
-{
-    float *sEpiM = sEpiO + ROWS * ES, *sEpiD = sEpiM + ROWS;
-    float *myO = sEpiO + warp * 16 * ES;
-#pragma unroll
-    for (int dn = 0; dn < D / 8; dn++) {
-        int col = dn * 8 + 2 * t4;
-        *reinterpret_cast<float2 *>(myO + g * ES + col) = make_float2(o[0][dn][0], o[0][dn][1]);
-        *reinterpret_cast<float2 *>(myO + (g + 8) * ES + col) = make_float2(o[0][dn][2], o[0][dn][3]);
-    }
-    if (t4 == 0) {
-        sEpiM[warp * 16 + g] = m[0];
-        sEpiM[warp * 16 + g + 8] = m[1];
-        sEpiD[warp * 16 + g] = dsum[0];
-        sEpiD[warp * 16 + g + 8] = dsum[1];
-    }
-    sync();
-    for (int idx = tid; idx < ROWS * CHUNKS; idx += nthreads) {
-        int row = idx / CHUNKS, c = idx % CHUNKS;
-        float mmax = fmaxf(-CUDART_INF_F, sEpiM[row]);
-        float acc[8];
-        const float *src = sEpiO + row * ES + c * 8;
-#pragma unroll
-        for (int e = 0; e < 8; e++) acc[e] = src[e];
-        swa_finish_chunk(prob, row, c, acc, mmax, sEpiD[row]);
-    }
-}
-/* The same epilogue from registers, with no shared memory and no barrier
- * (the warp-specialised engine's: its ring is already refilled with the
- * next work item's tiles).  In the m64 accumulator lane t4 of a quad holds
+/* The epilogue, from registers, as the mma.sync engine's with one key
+ * split, with no shared memory and no barrier (the ring is already being
+ * refilled with the next work item's tiles).  In the m64 accumulator lane t4 of a quad holds
  * dims 2 t4, 2 t4 + 1 of every 8-dim chunk of its rows; a 4 x 4 transpose
  * of those pairs inside the quad (two xor-shuffle stages: at stage x the
  * pairs whose lane bit x differs from their slot bit x trade places with
  * the partner lane's) leaves lane t4 with all 8 dims of chunks 4 q + t4,
- * which it finishes and writes (swa_finish_chunk, as the shared-memory
- * epilogue: a warp's store covers 8 rows x 4 consecutive chunks). */
+ * which it finishes and writes (swa_finish_chunk: a warp's store covers 8
+ * rows x 4 consecutive chunks). */
 template <int D, class Prob>
 __device__ __forceinline__ void swa_wg_epilogue_regs(const Prob &prob, const float (&o)[1][D / 8][4],
                                                      const float (&m)[2], const float (&dsum)[2], int warp, int g,
@@ -622,14 +578,14 @@ __device__ __forceinline__ void swa_ws_produce_tile(Gather &loads, unsigned char
  * same fence, O += P_{j-1} V_{j-1}; wait for S only (wait_group 1), mask
  * and online softmax while P V runs, wait for it, release tile j-1's
  * stage (lane 0 of each warp arrives on empty), rescale O by tile j's
- * change of maximum and pack P_j.  The last tile's P V follows the loop;
- * RELEASE_LAST: its stage is released too (a persistent CTA reuses it).
+ * change of maximum and pack P_j.  The last tile's P V follows the loop,
+ * and its stage is released too (the CTA's next item reuses it).
  * ptxas needs every wgmma batch and its wait on every path, so the first
  * tile is peeled off the loop and nothing in the loop is conditional on j.
  * (O rescaled under the next Q K^T lost on the persistent grid, ping-pong
  * of the two consumer warpgroups gained nothing: docs/kernels.md, Measured
  * choices.) */
-template <class Cfg, typename T, bool RELEASE_LAST, class Prob>
+template <class Cfg, typename T, class Prob>
 __device__ __forceinline__ void swa_ws_consume_tiles(const Prob &prob, int num_tiles, int n0, uint64_t q_desc,
                                                      uint32_t ring_addr, uint32_t bar_full, uint32_t bar_empty,
                                                      const int (&lo)[2], const int (&hi)[2],
@@ -706,149 +662,25 @@ __device__ __forceinline__ void swa_ws_consume_tiles(const Prob &prob, int num_t
         issue_pv(num_tiles - 1);
         swa_wg_wait<0>();
         swa_wg_pin(o[0]);
-        if constexpr (RELEASE_LAST) release(num_tiles - 1);
+        release(num_tiles - 1);
     }
 }
 #endif /* SWA_WGMMA_DEVICE */
 
 /* ---------------------------------------------------------------------------
- * The warp-specialised engine, one CTA per work item: the mma.sync
- * engine's attention, tiles and rounding points, with the two products on
- * wgmma, the work split by role and the products overlapped with the
- * softmax.
- *
- *  - The producer warpgroup (the last, 128 threads; setmaxnreg down to
- *    Cfg::PRODUCER_REGS = 56 registers when there are two consumers) fills
- *    the ring: for tile t it waits for empty[t % STAGES] (every consumer
- *    warp done with the tile that was there), gathers it by cp.async
- *    (swa_ws_gather: all 128 threads look the pages up a tile ahead and
- *    issue the copies; keys past the KV range are zero-filled as in the
- *    other engines), and once tile t's copies have landed (wait_group LAG,
- *    LAG tiles later) makes them visible to the async proxy
- *    (fence.proxy.async) and arrives on full[t % STAGES].
- *  - Each consumer warpgroup (64 query rows; setmaxnreg up to
- *    Cfg::CONSUMER_REGS = 224) loads
- *    its own Q rows, then per tile j: waits for full[j], issues S = Q K_j^T
- *    and, in the same fence, O += P_{j-1} V_{j-1} (the previous tile's
- *    product), waits for S only (wait_group 1), runs the mask and the
- *    online softmax while P V runs, waits for it, releases stage j-1
- *    (lane 0 of each warp arrives on empty), rescales O by the change of
- *    maximum and packs P_j.  The last tile's P V follows the loop.
- *    O_j = corr_j (O_{j-1} + P_{j-1} V_{j-1}) + ... is the same sum in the
- *    same order as the mma.sync engine's.
- *  - The two consumer warpgroups never wait for each other inside the
- *    loop (no __syncthreads): one runs its softmax while the other's
- *    products occupy the tensor cores, as far as the ring allows.
- *  - Epilogue: the consumers only (named barrier 1), through shared memory.
- *
- * Ordering: full[] makes the producer's copies (fenced to the async proxy
- * by the thread that made them) visible to the consumer's wgmma reads (release
- * by mbarrier.arrive, acquire by try_wait); empty[] is arrived on
- * after wgmma.wait_group, when the warp's reads of the stage are done.
- * Phases: tile t is the (t / STAGES)-th use of its stage, so full is
- * waited on with parity (t / STAGES) & 1 and empty, for t >= STAGES, with
- * parity (t / STAGES - 1) & 1.  The producer signals tile t only after
- * issuing tile t + LAG, which needs tile t + LAG - STAGES released; the
- * consumers release tile j - 2 before they wait for tile j, so LAG <=
- * STAGES - 2 cannot deadlock (static_assert in swa_wgmma_ws_cfg). */
-template <class Cfg, typename T, class Prob>
-__device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned char *smem_raw)
-{
-#if SWA_WGMMA_DEVICE
-    constexpr int D = Cfg::D, TK = Cfg::TK, ROWS = Cfg::ROWS, WG = Cfg::WG;
-    constexpr int STAGES = Cfg::STAGES, LAG = Cfg::LAG, CHUNKS = Cfg::CHUNKS, CONSUMERS = Cfg::CONSUMERS;
-    constexpr int ES = Cfg::EPI_STRIDE;
-
-    unsigned char *smem = smem_raw + ((Cfg::ALIGN - (swa_smem_addr(smem_raw) & (Cfg::ALIGN - 1))) & (Cfg::ALIGN - 1));
-    unsigned char *sQ = smem;
-    unsigned char *sRing = smem + Cfg::Q_BYTES;
-    float *sEpiO = reinterpret_cast<float *>(smem + Cfg::Q_BYTES);
-    const uint32_t bar_full = swa_smem_addr(smem + Cfg::Q_BYTES + Cfg::BODY_BYTES);
-    const uint32_t bar_empty = bar_full + STAGES * 8;
-
-    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, wgi = warp / 4;
-    const int g = lane / 4, t4 = lane % 4;
-
-    const T *qg = reinterpret_cast<const T *>(prob.q);
-    const T *kg = reinterpret_cast<const T *>(prob.k);
-    const T *vg = reinterpret_cast<const T *>(prob.v);
-    const int kv_begin = prob.kv_begin, kv_end = prob.kv_end;
-    const int num_tiles = kv_end > kv_begin ? (kv_end - kv_begin + TK - 1) / TK : 0;
-
-    if (tid == 0) {
-#pragma unroll
-        for (int st = 0; st < STAGES; st++) {
-            swa_mbar_init(bar_full + st * 8, Cfg::PRODUCERS);
-            swa_mbar_init(bar_empty + st * 8, 4 * WG);
-        }
-    }
-    __syncthreads(); /* the barriers exist before anyone arrives or waits */
-
-    if (wgi == WG) {
-        /* ---- producer ---- */
-        if constexpr (WG == 2) swa_setmaxnreg_dec<Cfg::PRODUCER_REGS>();
-        const int ptid = tid - CONSUMERS;
-        swa_ws_gather<TK, Cfg::PRODUCERS, CHUNKS, Cfg::KV_TPK> loads(ptid, kv_begin, kv_end, num_tiles,
-                                                                      prob.template kv_rows<T>(), kg, vg);
-        static_assert(decltype(loads)::LOADS == Cfg::LOADS, "ring loads per thread");
-        loads.lookup(0);
-        for (int t = 0; t < num_tiles; t++) {
-            swa_ws_produce_tile<Cfg>(loads, sRing, bar_empty, t, t);
-            if (t >= LAG) {
-                swa_cp_async_wait<LAG>();
-                swa_fence_proxy_async_smem();
-                swa_mbar_arrive(bar_full + ((t - LAG) % STAGES) * 8);
-            }
-        }
-        swa_cp_async_wait<0>();
-        swa_fence_proxy_async_smem();
-        for (int t = num_tiles > LAG ? num_tiles - LAG : 0; t < num_tiles; t++)
-            swa_mbar_arrive(bar_full + (t % STAGES) * 8);
-        return; /* the epilogue is the consumers' (named barrier 1) */
-    }
-
-    /* ---- consumers ---- */
-    if constexpr (WG == 2) swa_setmaxnreg_inc<Cfg::CONSUMER_REGS>();
-    /* my warpgroup's 64 Q rows (invalid rows zero), visible to my wgmma */
-    swa_wg_load_q<ROWS, CHUNKS>(prob, sQ, qg, wgi * 64, 64, tid % 128, 128);
-    swa_cp_async_wait<0>();
-    swa_fence_proxy_async_smem();
-    swa_named_sync(2 + wgi, 128);
-
-    int lo[2], hi[2];
-    float o[1][D / 8][4], m[2], dsum[2];
-    swa_wg_rows_init<D>(prob, warp, g, lo, hi, o, m, dsum);
-
-    const uint64_t q_desc = swa_wg_desc(swa_smem_addr(sQ) + (uint32_t)(wgi * 64 * 128), 16, 1024);
-    swa_ws_consume_tiles<Cfg, T, false>(prob, num_tiles, 0, q_desc, swa_smem_addr(sRing), bar_full, bar_empty, lo, hi, o,
-                                        m, dsum, lane, t4);
-
-    swa_quad_sum(dsum);
-
-    /* epilogue over the ring: both consumer warpgroups are past their last
-     * wgmma read of it (the producer's last copies landed before the last
-     * full[] arrival the consumers waited for) */
-    swa_named_sync(1, CONSUMERS);
-    swa_wg_epilogue<D, ROWS, CHUNKS, ES>(prob, sEpiO, o, m, dsum, warp, g, t4, tid, CONSUMERS,
-                                         [] { swa_named_sync(1, CONSUMERS); });
-#else
-    (void)prob;
-    (void)smem_raw;
-#endif /* SWA_WGMMA_DEVICE */
-}
-
-/* ---------------------------------------------------------------------------
- * The persistent warp-specialised engine: swa_attn_engine_wgmma_ws's
- * attention, tiles, rounding points and products, with a CTA running
- * several work items back to back (swa_ws_sched: a grid of one CTA per SM,
- * or fewer), the next item's Q and K/V loads overlapping the current
- * item's last tiles and epilogue.
+ * The warp-specialised engine: the mma.sync engine's attention, tiles and
+ * rounding points, with the two products on wgmma, the work split by role,
+ * the products overlapped with the softmax, and a CTA running the work
+ * items swa_ws_sched gives it back to back (one each in a grid of one CTA
+ * per item; several in the persistent grid of one CTA per SM, or fewer),
+ * the next item's Q and K/V loads overlapping the current item's last
+ * tiles and epilogue.
  *
  *  - The producer warpgroup (the last, 128 threads; setmaxnreg down to
  *    Cfg::PRODUCER_REGS = 56 registers when there are two consumers), per
  *    item with at least one KV tile: waits for the item's Q buffer
- *    (q_empty[b], b alternating over such items: the consumers are done
- *    with the item two back), gathers the item's ROWS Q rows into it by
+ *    (q_empty[b], b = i % QBUF for the CTA's i-th such item: the consumers
+ *    are done with the item QBUF back), gathers the item's ROWS Q rows into it by
  *    cp.async (invalid rows zero-filled; one commit group, signalled on
  *    q_full[b] with the first tile), then fills the ring: for the CTA's
  *    n-th tile it waits for empty[n % STAGES] (every consumer warp done
@@ -868,7 +700,7 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned ch
  *    buffer are released and the rows written from registers
  *    (swa_wg_epilogue_regs), while the producer already loads the next
  *    item.  O_j = corr_j (O_{j-1} + P_{j-1} V_{j-1}) + ... is the same sum
- *    in the same order as the per-item kernel's.  An item with no KV tile
+ *    in the same order whatever the grid.  An item with no KV tile
  *    (every row's window empty) writes its rows without Q or the ring.
  *  - The two consumer warpgroups never wait for each other (no
  *    __syncthreads, no shared epilogue): one runs its softmax while the
@@ -882,26 +714,28 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned ch
  * over its items) is the (n / STAGES)-th use of its stage, so full is
  * waited on with parity (n / STAGES) & 1 and empty, for n >= STAGES, with
  * parity (n / STAGES - 1) & 1; the i-th item with tiles uses Q buffer i %
- * 2 for the (i / 2)-th time, likewise.  The producer signals tile t only
+ * QBUF for the (i / QBUF)-th time, likewise.  The producer signals tile t only
  * after issuing tile t + LAG, which needs tile t + LAG - STAGES released;
  * the consumers release tile j - 2 before they wait for tile j, so LAG <=
  * STAGES - 2 cannot deadlock (static_assert in swa_wgmma_ws_cfg); at an
  * item's end the producer signals every tile it has not yet, so no wait
  * crosses an item. */
 template <class Cfg, typename T, class Prob>
-__device__ __forceinline__ void swa_attn_engine_wgmma_wsp(Prob &prob, unsigned char *smem_raw,
-                                                         const swa_ws_sched &sched)
+__device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned char *smem_raw,
+                                                        const swa_ws_sched &sched)
 {
 #if SWA_WGMMA_DEVICE
     constexpr int D = Cfg::D, TK = Cfg::TK, ROWS = Cfg::ROWS, WG = Cfg::WG;
     constexpr int STAGES = Cfg::STAGES, LAG = Cfg::LAG, CHUNKS = Cfg::CHUNKS, CONSUMERS = Cfg::CONSUMERS;
 
     unsigned char *smem = smem_raw + ((Cfg::ALIGN - (swa_smem_addr(smem_raw) & (Cfg::ALIGN - 1))) & (Cfg::ALIGN - 1));
-    unsigned char *sQ = smem; /* two buffers of Q_BYTES */
-    unsigned char *sRing = smem + 2 * Cfg::Q_BYTES;
+    constexpr int QBUF = Cfg::QBUF;
+    constexpr unsigned UQBUF = QBUF;
+    unsigned char *sQ = smem; /* QBUF buffers of Q_BYTES */
+    unsigned char *sRing = smem + QBUF * Cfg::Q_BYTES;
     const uint32_t bar_full = swa_smem_addr(sRing + Cfg::RING_BYTES);
     const uint32_t bar_empty = bar_full + STAGES * 8;
-    const uint32_t bar_qfull = bar_empty + STAGES * 8, bar_qempty = bar_qfull + 2 * 8;
+    const uint32_t bar_qfull = bar_empty + STAGES * 8, bar_qempty = bar_qfull + QBUF * 8;
 
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, wgi = warp / 4;
     const int g = lane / 4, t4 = lane % 4;
@@ -917,7 +751,7 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_wsp(Prob &prob, unsigned c
             swa_mbar_init(bar_empty + st * 8, 4 * WG);
         }
 #pragma unroll
-        for (int b = 0; b < 2; b++) {
+        for (int b = 0; b < QBUF; b++) {
             swa_mbar_init(bar_qfull + b * 8, Cfg::PRODUCERS);
             swa_mbar_init(bar_qempty + b * 8, 4 * WG);
         }
@@ -925,8 +759,9 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_wsp(Prob &prob, unsigned c
     __syncthreads(); /* the barriers exist before anyone arrives or waits */
 
     /* ring position of the CTA's next tile, and how many items with tiles
-     * came before (their Q buffers alternate); both roles count alike */
-    int n0 = 0, qn = 0;
+     * came before (their Q buffers take turns); both roles count alike */
+    int n0 = 0;
+    unsigned qn = 0; /* unsigned: qn % UQBUF and qn / UQBUF are a mask and a shift */
 
     if (wgi == WG) {
         /* ---- producer ---- */
@@ -939,8 +774,8 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_wsp(Prob &prob, unsigned c
             const int kv_begin = prob.kv_begin, kv_end = prob.kv_end;
             const int num_tiles = kv_end > kv_begin ? (kv_end - kv_begin + TK - 1) / TK : 0;
             if (num_tiles == 0) continue;
-            const int qb = qn & 1;
-            if (qn >= 2) swa_mbar_wait(bar_qempty + qb * 8, (uint32_t)((qn / 2 - 1) & 1));
+            const int qb = (int)(qn % UQBUF);
+            if (qn >= UQBUF) swa_mbar_wait(bar_qempty + qb * 8, (uint32_t)((qn / UQBUF - 1) & 1));
             swa_wg_load_q<ROWS, CHUNKS>(prob, sQ + qb * Cfg::Q_BYTES, qg, 0, ROWS, ptid, Cfg::PRODUCERS);
 
             swa_ws_gather<TK, Cfg::PRODUCERS, CHUNKS, Cfg::KV_TPK> loads(ptid, kv_begin, kv_end, num_tiles,
@@ -985,12 +820,12 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_wsp(Prob &prob, unsigned c
         swa_wg_rows_init<D>(prob, warp, g, lo, hi, o, m, dsum);
 
         if (num_tiles > 0) {
-            const int qb = qn & 1;
+            const int qb = (int)(qn % UQBUF);
             /* my warpgroup's 64 rows of Q buffer qb */
             const uint64_t q_desc =
                 swa_wg_desc(swa_smem_addr(sQ) + (uint32_t)(qb * Cfg::Q_BYTES + wgi * 64 * 128), 16, 1024);
-            swa_mbar_wait(bar_qfull + qb * 8, (uint32_t)((qn / 2) & 1));
-            swa_ws_consume_tiles<Cfg, T, true>(prob, num_tiles, n0, q_desc, ring_addr, bar_full, bar_empty, lo, hi, o, m,
+            swa_mbar_wait(bar_qfull + qb * 8, (uint32_t)((qn / UQBUF) & 1));
+            swa_ws_consume_tiles<Cfg, T>(prob, num_tiles, n0, q_desc, ring_addr, bar_full, bar_empty, lo, hi, o, m,
                                                dsum, lane, t4);
             __syncwarp();
             if (lane == 0) swa_mbar_arrive(bar_qempty + qb * 8); /* my last wgmma read of Q has completed */

@@ -14,10 +14,10 @@
  * Engines: on a compute capability 9.0 GPU with this binary's image
  * compiled for sm_90a (asked once from the device: swa_prefill_wgmma_built),
  * the 64- and 128-row tiles of head_dim 64/128/256 run on the warp-specialised
- * wgmma engine (attn_engine_sm90.cuh: a producer warpgroup and 1 or 2
- * consumer warpgroups per tile; 128-row tiles of head_dim 64/128 on its
- * persistent kernel, swa_attn_engine_wgmma_wsp, when there are more work
- * items than SMs, else one CTA per item, swa_attn_engine_wgmma_ws);
+ * wgmma engine (attn_engine_sm90.cuh, swa_attn_engine_wgmma_ws: a producer
+ * warpgroup and 1 or 2 consumer warpgroups per tile; 128-row tiles of
+ * head_dim 64/128 on its persistent grid when there are more work items
+ * than SMs, else one CTA per item);
  * everything else, and prefill_engine = 0 (SWADIFF_CUDA_PREFILL_ENGINE=mma),
  * runs on the mma.sync engine (attn_engine.cuh).  launch_choice.c's
  * swa_prefill_choose is the one rule; the launcher instantiates what it
@@ -186,34 +186,19 @@ __global__ void __launch_bounds__(Cfg::THREADS) swa_prefill_kernel(const swa_cud
 
 #if SWA_TENSOR_CORE_ENGINE
 /* The warp-specialised wgmma engine's kernel: WG consumer warpgroups and
- * one producer (Cfg::THREADS = 128 (WG + 1)), one CTA per work item.  Its
- * body exists only in the sm_90a image (elsewhere it is empty and never
- * launched: see swa_prefill_wgmma_ready). */
+ * one producer (Cfg::THREADS = 128 (WG + 1)), each CTA running the work
+ * items swa_ws_sched gives it, of p.ws_items in all (one per CTA in a
+ * grid of p.ws_items, several in the persistent grid).  Its body exists
+ * only in the sm_90a image (elsewhere it is empty and never launched: see
+ * swa_prefill_wgmma_ready). */
 template <class Cfg, typename T, bool MUT>
 __global__ void __launch_bounds__(Cfg::THREADS, 1) swa_prefill_wgmma_ws_kernel(const swa_cuda_prefill_params p)
 {
 #if SWA_WGMMA_DEVICE
     extern __shared__ __align__(1024) unsigned char swa_wgmma_ws_smem[];
     swa_prefill_prob_t<Cfg::D, T, MUT> prob(p);
-    if (!prob.template init<Cfg::ROWS>()) return;
-    swa_attn_engine_wgmma_ws<Cfg, T>(prob, swa_wgmma_ws_smem);
-#else
-    (void)p;
-#endif
-}
-
-/* The persistent variant (swa_attn_engine_wgmma_wsp): a grid of at most
- * one CTA per SM, each running the work items swa_ws_sched gives it, of
- * p.ws_items in all. */
-template <class Cfg, typename T, bool MUT>
-__global__ void __launch_bounds__(Cfg::THREADS, 1)
-    swa_prefill_wgmma_wsp_kernel(const swa_cuda_prefill_params p)
-{
-#if SWA_WGMMA_DEVICE
-    extern __shared__ __align__(1024) unsigned char swa_wgmma_wsp_smem[];
-    swa_prefill_prob_t<Cfg::D, T, MUT> prob(p);
     const swa_ws_sched sched = {p.ws_items};
-    swa_attn_engine_wgmma_wsp<Cfg, T>(prob, swa_wgmma_wsp_smem, sched);
+    swa_attn_engine_wgmma_ws<Cfg, T>(prob, swa_wgmma_ws_smem, sched);
 #else
     (void)p;
 #endif
@@ -328,32 +313,23 @@ extern "C" long SWA_DEV_SYM(prefill_wgmma_launches)(void) { return swa_prefill_w
 
 #if SWA_TENSOR_CORE_ENGINE
 /* The warp-specialised kernel over `items` work items (num_work x
- * sub_tiles x kv heads): its register split checked, and the grid
- * (swa_cuda_tuning.prefill_ws_ctas): for 128-row tiles, the persistent kernel on one CTA per SM (the
- * default) or fewer, each running its share of the items (swa_ws_sched),
- * or one CTA per item (SWA_WS_CTAS_PER_ITEM, and every grid with no more
- * items than CTAs).  The persistent kernel was slower while its producer
- * was the bottleneck; with the leaner producer (swa_ws_gather) it is the
- * faster grid on both prefill shapes (docs/kernels.md, Measured
- * choices). */
+ * sub_tiles x kv heads): its register split checked, and the grid the
+ * chooser picked (swa_cuda_tuning.prefill_ws_ctas): for 128-row tiles
+ * with more items than CTAs, the persistent grid of one CTA per SM (the
+ * default) or fewer, each CTA running its share of the items
+ * (swa_ws_sched); else one CTA per item.  The persistent grid was slower
+ * while its producer was the bottleneck; with the leaner producer
+ * (swa_ws_gather) it is the faster grid on both prefill shapes
+ * (docs/kernels.md, Measured choices). */
 template <class Cfg, typename T, bool MUT>
 static swa_status swa_prefill_launch_ws(swa_cuda_prefill_params p, int items, const char *split,
                                         swa_prefill_choice *choice, cudaStream_t stream, swa_error *err)
 {
     auto kernel = swa_prefill_wgmma_ws_kernel<Cfg, T, MUT>;
-    int smem = Cfg::SMEM_BYTES, ctas = items;
-    /* the persistent kernel: 128-row tiles (the chooser says when) */
-    constexpr bool can_persist = Cfg::WG == 2;
-    typedef swa_wgmma_wsp_cfg<Cfg::D, 2> PCfg;
-    bool persist = false;
-    if constexpr (can_persist) { /* (a 64-row or head_dim 256 tile has no persistent kernel) */
-        if (choice->persistent) {
-            kernel = swa_prefill_wgmma_wsp_kernel<PCfg, T, MUT>;
-            smem = PCfg::SMEM_BYTES;
-            ctas = choice->ctas;
-            persist = true;
-        }
-    }
+    const int smem = Cfg::SMEM_BYTES;
+    /* the persistent grid only for 128-row tiles (the chooser says when) */
+    const bool persist = Cfg::WG == 2 && choice->persistent;
+    const int ctas = persist ? choice->ctas : items;
     choice->persistent = persist; /* the record says what ran */
     choice->ctas = ctas;
     if constexpr (Cfg::WG == 2) {
@@ -361,20 +337,18 @@ static swa_status swa_prefill_launch_ws(swa_cuda_prefill_params p, int items, co
          * inside the CTA's allocation: the launch must get at least
          * (128 x 56 + 256 x 224) / 384 = 168 per thread, or the consumers'
          * increase never completes (a hang) */
-        static_assert(PCfg::PRODUCER_REGS == Cfg::PRODUCER_REGS && PCfg::CONSUMER_REGS == Cfg::CONSUMER_REGS,
-                      "both warp-specialised kernels split the registers alike");
-        static int regs[2] = {-1, -1}; /* per kernel: [persist], asked once */
-        if (regs[persist] < 0) {
+        static int regs = -1; /* asked once per instantiation */
+        if (regs < 0) {
             cudaFuncAttributes fa;
             SWA_CUDA_TRY(cudaFuncGetAttributes(&fa, kernel));
-            regs[persist] = fa.numRegs;
+            regs = fa.numRegs;
         }
         const int need = (Cfg::PRODUCERS * Cfg::PRODUCER_REGS + Cfg::CONSUMERS * Cfg::CONSUMER_REGS) / Cfg::THREADS;
-        if (regs[persist] < need)
+        if (regs < need)
             return swa_error_set(err, SWA_ERR_DEVICE,
                                  "cuda prefill: the warp-specialised wgmma kernel was built with %d registers "
                                  "per thread; its setmaxnreg split (producer %d, consumers %d) needs %d",
-                                 regs[persist], Cfg::PRODUCER_REGS, Cfg::CONSUMER_REGS, need);
+                                 regs, Cfg::PRODUCER_REGS, Cfg::CONSUMER_REGS, need);
     }
     p.ws_items = items;
     SWA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
