@@ -35,6 +35,9 @@ const swa_decode_aiter_plan *swa_decode_aiter_plan_of(const void *backend_plan);
 
 /* "decode_fa2" or "decode_aiter": where a decode_auto plan was routed. */
 const char *swa_decode_auto_choice(const void *backend_plan);
+/* The same as the backend itself (&swa_backend_decode_fa2 or
+ * &swa_backend_decode_aiter), for what reads the chosen plan. */
+const swa_backend *swa_decode_auto_chosen(const void *backend_plan);
 /* The chosen backend's own plan inside a decode_auto plan (borrowed). */
 const void *swa_decode_auto_plan_of(const void *backend_plan);
 /* The routing rule itself: CUDA-graph cases go to decode_fa2 (padded grid

@@ -62,6 +62,11 @@ const char *swa_decode_auto_choice(const void *backend_plan)
     return backend_plan ? ((const auto_state *)backend_plan)->chosen->name : NULL;
 }
 
+const swa_backend *swa_decode_auto_chosen(const void *backend_plan)
+{
+    return backend_plan ? ((const auto_state *)backend_plan)->chosen : NULL;
+}
+
 const void *swa_decode_auto_plan_of(const void *backend_plan)
 {
     return backend_plan ? ((const auto_state *)backend_plan)->plan : NULL;

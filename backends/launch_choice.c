@@ -405,8 +405,7 @@ swa_status swa_launch_predict(const swa_launch_target *t, const swa_backend *b, 
     const void *inner_plan = plan;
     if (b == &swa_backend_decode_auto) {
         inner_plan = swa_decode_auto_plan_of(plan);
-        inner = !strcmp(swa_decode_auto_choice(plan), swa_backend_decode_fa2.name) ? &swa_backend_decode_fa2
-                                                                                     : &swa_backend_decode_aiter;
+        inner = swa_decode_auto_chosen(plan);
     }
     if (inner == &swa_backend_prefill) {
         const swa_prefill_plan *p = swa_prefill_plan_of(inner_plan);

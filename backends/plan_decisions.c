@@ -297,8 +297,7 @@ swa_status swa_plan_decisions(const swa_backend *b, const swa_case *c, const voi
     const void *inner_plan = plan;
     if (b == &swa_backend_decode_auto) {
         inner_plan = swa_decode_auto_plan_of(plan);
-        inner = !strcmp(swa_decode_auto_choice(plan), swa_backend_decode_fa2.name) ? &swa_backend_decode_fa2
-                                                                                     : &swa_backend_decode_aiter;
+        inner = swa_decode_auto_chosen(plan);
         put(d, SWA_DEC_ROUTE, inner->name);
     }
     if (inner == &swa_backend_prefill) {
