@@ -338,8 +338,8 @@ SWA_WG_DEFINE_OPS(swa_half_t, "f16")
 SWA_WG_DEFINE_OPS(swa_bf16_t, "bf16")
 #undef SWA_WG_DEFINE_OPS
 /* ---------------------------------------------------------------------------
- * Pieces of the engine's two kernels (one CTA per work item, and
- * persistent), so that each exists once. */
+ * The engine's pieces: Q loads, row state, the two products, P's packing,
+ * the epilogue. */
 
 /* Q rows [row0, row0 + nrows) -> shared (invalid rows zero-filled), by
  * nthreads threads; one commit group. */
@@ -477,8 +477,8 @@ __device__ __forceinline__ void swa_wg_epilogue_regs(const Prob &prob, const flo
 #endif /* SWA_WGMMA_DEVICE */
 
 /* ---------------------------------------------------------------------------
- * Pieces of the two warp-specialised engines (one CTA per work item, and
- * persistent), so that each exists once. */
+ * The warp-specialised roles: the producer's gather and tile step, the
+ * consumers' loop over one work item's tiles. */
 #if SWA_WGMMA_DEVICE
 
 /* Where the K/V rows of one kv head live (the problem class's kv_rows):
