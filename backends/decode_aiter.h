@@ -2,7 +2,7 @@
  * decode_auto selector (docs/backends.md, seed 003).
  *
  * Opaque plans: swa_decode_aiter_plan_of() returns the swa_decode_aiter_plan
- * inside a plan of swa_backend_decode_aiter; swa_decode_auto_choice() names
+ * inside a plan of swa_backend_decode_aiter; swa_decode_auto_chosen() is
  * the backend decode_auto routed a plan to.
  * Tested by tests/test_plan_decode.c and tests/test_backend_decode.c. */
 #ifndef SWADIFF_DECODE_AITER_H
@@ -33,10 +33,8 @@ void swa_decode_aiter_plan_free(swa_decode_aiter_plan *p);
 
 const swa_decode_aiter_plan *swa_decode_aiter_plan_of(const void *backend_plan);
 
-/* "decode_fa2" or "decode_aiter": where a decode_auto plan was routed. */
-const char *swa_decode_auto_choice(const void *backend_plan);
-/* The same as the backend itself (&swa_backend_decode_fa2 or
- * &swa_backend_decode_aiter), for what reads the chosen plan. */
+/* Where a decode_auto plan was routed: &swa_backend_decode_fa2 or
+ * &swa_backend_decode_aiter (NULL for no plan). */
 const swa_backend *swa_decode_auto_chosen(const void *backend_plan);
 /* The chosen backend's own plan inside a decode_auto plan (borrowed). */
 const void *swa_decode_auto_plan_of(const void *backend_plan);

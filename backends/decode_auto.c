@@ -4,7 +4,7 @@
  * attention (AITER PA v1 cannot express a chunk start), and to decode_aiter
  * otherwise (the fast path for plain decode, sliding window included now
  * that the S = L + 1 mapping is right).  The choice is recorded in the plan
- * (swa_decode_auto_choice) and reported through the plan-time warning hook.
+ * (swa_decode_auto_chosen) and reported through the plan-time warning hook.
  * Tested by tests/test_backend_decode.c. */
 /* Coverage: what no case reaches (mutant switches, allocation failures,
  * guards against calls the harness never makes: backends/guards.h) is left
@@ -55,11 +55,6 @@ static swa_status auto_plan(const swa_case *c, const swa_inputs *in, const swa_p
     }
     *plan = s;
     return SWA_OK;
-}
-
-const char *swa_decode_auto_choice(const void *backend_plan)
-{
-    return backend_plan ? ((const auto_state *)backend_plan)->chosen->name : NULL;
 }
 
 const swa_backend *swa_decode_auto_chosen(const void *backend_plan)

@@ -32,7 +32,7 @@ Test(backend_decode, auto_routes_cuda_graph_to_fa2)
         swa_error err = {0};
         cr_assert_eq(swa_backend_decode_auto.plan(&f.c, &f.in, &o, &plan, &err), SWA_OK, "graph=%d: %s", graph,
                      err.message);
-        const char *chosen = swa_decode_auto_choice(plan);
+        const char *chosen = swa_decode_auto_chosen(plan)->name;
         cr_expect_str_eq(chosen, graph ? "decode_fa2" : "decode_aiter", "graph=%d routed to %s", graph, chosen);
         cr_expect(strstr(f.last_warning, chosen) != NULL, "the choice is reported: %s", f.last_warning);
         swa_run_opts r = {.return_lse = false};

@@ -144,7 +144,7 @@ Test(backend_options, null_plans_and_inputs)
     cr_expect_null(swa_decode_fa2_plan_of(NULL));
     cr_expect_null(swa_decode_fa2_captured_of(NULL));
     cr_expect_null(swa_decode_aiter_plan_of(NULL));
-    cr_expect_null(swa_decode_auto_choice(NULL));
+    cr_expect_null(swa_decode_auto_chosen(NULL));
     cr_expect_null(swa_decode_auto_plan_of(NULL));
 
     void *dev = NULL;
