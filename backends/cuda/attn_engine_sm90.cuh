@@ -826,7 +826,7 @@ __device__ __forceinline__ void swa_attn_engine_wgmma_ws(Prob &prob, unsigned ch
                 swa_wg_desc(swa_smem_addr(sQ) + (uint32_t)(qb * Cfg::Q_BYTES + wgi * 64 * 128), 16, 1024);
             swa_mbar_wait(bar_qfull + qb * 8, (uint32_t)((qn / UQBUF) & 1));
             swa_ws_consume_tiles<Cfg, T>(prob, num_tiles, n0, q_desc, ring_addr, bar_full, bar_empty, lo, hi, o, m,
-                                               dsum, lane, t4);
+                                         dsum, lane, t4);
             __syncwarp();
             if (lane == 0) swa_mbar_arrive(bar_qempty + qb * 8); /* my last wgmma read of Q has completed */
             n0 += num_tiles;
