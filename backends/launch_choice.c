@@ -119,12 +119,10 @@ swa_status swa_prefill_choose(const swa_launch_target *t, const swa_prefill_shap
         k = SWA_PK_PORTABLE_16;
     else if (s->cta_tile_q <= 16)
         k = SWA_PK_MMA_16;
-    else if (s->head_dim <= 128 && wg)
-        k = s->cta_tile_q >= 128 ? SWA_PK_WS_128 : SWA_PK_WS_64;
+    else if (wg)
+        k = s->head_dim <= 128 && s->cta_tile_q >= 128 ? SWA_PK_WS_128 : SWA_PK_WS_64;
     else if (s->head_dim <= 128 && s->cta_tile_q >= 128 && t->prefill_rows_per_warp == 32)
         k = SWA_PK_MMA_128;
-    else if (s->head_dim == 256 && wg)
-        k = SWA_PK_WS_64;
     else
         k = SWA_PK_MMA_64;
     c->kernel = k;

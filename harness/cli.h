@@ -25,6 +25,10 @@ int swa_cmd_coverage(int argc, char **argv);
 int swa_cmd_explain(int argc, char **argv, const char *prog);
 int swa_cmd_shrink(int argc, char **argv, const char *prog);
 
+/* What a command's step (parse, select) returns to let the next one run:
+ * not an exit code.  The command frees everything in one place. */
+enum { SWA_CLI_GO_ON = -1 };
+
 /* Shared helpers for the subcommands, defined in cli.c. */
 /* Loads every path (default "cases" when npaths == 0); prints located
  * errors; returns 0 or SWA_EXIT_USAGE. */

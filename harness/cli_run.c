@@ -89,9 +89,8 @@ static int run_usage(FILE *f)
 /* ---------------------------------------------------------------------------
  * run, in three steps: parse argv into run_options, select (the backends,
  * the cases, the device) into run_selection, run.  Each step returns an exit
- * code, or RUN_GO_ON for the next; swa_cmd_run frees everything in one place. */
-
-enum { RUN_GO_ON = -1 }; /* not an exit code: the next step runs */
+ * code, or SWA_CLI_GO_ON for the next; swa_cmd_run frees everything in
+ * one place. */
 
 /* What the command line (and SWADIFF_NO_ISOLATE) asked for. */
 typedef struct run_options {
@@ -159,7 +158,7 @@ static int run_parse_backends(run_options *o, const char *arg)
         }
         o->backend_mask |= flag;
     }
-    return RUN_GO_ON;
+    return SWA_CLI_GO_ON;
 }
 
 /* The options whose value is checked: -j, --adapter-timeout, -s, -m,
@@ -225,7 +224,7 @@ static int run_parse_checked(run_options *o, int ch, const char *arg)
         break;
     default: break; /* run_parse_option sends only the options above */
     }
-    return RUN_GO_ON;
+    return SWA_CLI_GO_ON;
 }
 
 /* One option from getopt_long (ch) with its argument (arg, NULL for none). */
@@ -286,7 +285,7 @@ static int run_parse_option(run_options *o, int ch, const char *arg)
     case 'h': return run_usage(stdout);
     default: return run_usage(stderr);
     }
-    return RUN_GO_ON;
+    return SWA_CLI_GO_ON;
 }
 
 /* argv (and SWADIFF_NO_ISOLATE) into o, which starts zeroed. */
@@ -318,7 +317,7 @@ static int run_parse(int argc, char **argv, run_options *o)
     optind = 1;
     int ch, rc;
     while ((ch = getopt_long(argc, argv, "d:b:f:r:s:m:j:w:qh", opts, NULL)) != -1)
-        if ((rc = run_parse_option(o, ch, optarg)) != RUN_GO_ON)
+        if ((rc = run_parse_option(o, ch, optarg)) != SWA_CLI_GO_ON)
             return rc;
     o->npaths = argc - optind;
     o->paths = argv + optind;
@@ -334,7 +333,7 @@ static int run_parse(int argc, char **argv, run_options *o)
         }
         o->no_isolate = true;
     }
-    return RUN_GO_ON;
+    return SWA_CLI_GO_ON;
 }
 
 /* --where on `backend`: only the backends that meet it run (built-in
@@ -394,7 +393,7 @@ static int run_select_backends(const run_options *o, run_selection *s)
     s->nexternals = o->nexternals;
     if (swa_where_names_backend(s->where))
         run_where_backends(o, s);
-    return RUN_GO_ON;
+    return SWA_CLI_GO_ON;
 }
 
 /* The cases loaded, then the filters, then the shard over what the filters kept. */
@@ -428,7 +427,7 @@ static int run_select_cases(const run_options *o, run_selection *s)
             fprintf(stderr, "swadiff run: no case matches --filter %s (ids: `swadiff list cases`)\n", o->filters[0]);
         return SWA_EXIT_USAGE;
     }
-    return RUN_GO_ON;
+    return SWA_CLI_GO_ON;
 }
 
 /* What needs the isolated worker; a --dump folder that cannot be written
@@ -453,7 +452,7 @@ static int run_check_options(const run_options *o)
             return SWA_EXIT_USAGE;
         }
     }
-    return RUN_GO_ON;
+    return SWA_CLI_GO_ON;
 }
 
 /* The device, its GPUs and the workers; says where the kernels run. */
@@ -481,7 +480,7 @@ static int run_select_device(const run_options *o, run_selection *s)
     for (int g = 0; g < s->num_gpus; g++)
         fprintf(stderr, "%s%d", g ? "," : " on GPU ", s->gpus[g]);
     fputc('\n', stderr);
-    return RUN_GO_ON;
+    return SWA_CLI_GO_ON;
 }
 
 /* Everything run selects, in the order of its checks (each one's message
@@ -489,11 +488,11 @@ static int run_select_device(const run_options *o, run_selection *s)
 static int run_select(const run_options *o, run_selection *s)
 {
     int rc = run_select_backends(o, s);
-    if (rc == RUN_GO_ON)
+    if (rc == SWA_CLI_GO_ON)
         rc = run_select_cases(o, s);
-    if (rc == RUN_GO_ON)
+    if (rc == SWA_CLI_GO_ON)
         rc = run_check_options(o);
-    if (rc == RUN_GO_ON)
+    if (rc == SWA_CLI_GO_ON)
         rc = run_select_device(o, s);
     return rc;
 }
@@ -531,10 +530,10 @@ int swa_cmd_run(int argc, char **argv, const char *prog)
     run_selection s = {0};
     swa_run_results rr = {0};
     int rc = run_parse(argc, argv, &o);
-    if (rc != RUN_GO_ON)
+    if (rc != SWA_CLI_GO_ON)
         goto out;
     rc = run_select(&o, &s);
-    if (rc != RUN_GO_ON)
+    if (rc != SWA_CLI_GO_ON)
         goto out;
     rc = run_execute(&o, &s, &rr, argc, argv, prog);
 out:

@@ -92,10 +92,9 @@ static int selftest_usage(FILE *f)
  * selftest, in three steps as `run`'s (cli_run.c): parse argv into
  * selftest_options, select (the cases, the device, the report folder) into
  * selftest_selection, run the mutants into selftest_tally and report.  Each
- * step returns an exit code, or SELFTEST_GO_ON for the next; swa_cmd_selftest
+ * step returns an exit code, or SWA_CLI_GO_ON for the next; swa_cmd_selftest
  * frees everything in one place. */
 
-enum { SELFTEST_GO_ON = -1 }; /* not an exit code: the next step runs */
 enum { SELFTEST_FILES_MAX = 256 };
 
 /* What the command line asked for. */
@@ -157,7 +156,7 @@ static int selftest_parse(int argc, char **argv, selftest_options *o)
     }
     o->npaths = argc - optind;
     o->paths = argv + optind;
-    return SELFTEST_GO_ON;
+    return SWA_CLI_GO_ON;
 }
 
 /* The cases, the device, and the report folder, in the order of their
@@ -184,7 +183,7 @@ static int selftest_select(const selftest_options *o, selftest_selection *s, swa
     swa_cli_environment(&baseline->env, s->dev, argc, argv, prog);
     if (o->report_dir && (s->lock_fd = swa_report_lock_dir(o->report_dir, "--report", &baseline->env)) < 0)
         return SWA_EXIT_USAGE;
-    return SELFTEST_GO_ON;
+    return SWA_CLI_GO_ON;
 }
 
 /* Whether mutant m runs on case c at all. */
@@ -289,7 +288,7 @@ static int selftest_run_cases(const selftest_options *o, const selftest_selectio
         }
         selftest_run_case(o, s, t, c, fi, &cfg);
     }
-    return SELFTEST_GO_ON;
+    return SWA_CLI_GO_ON;
 }
 
 /* Mutant m's row of the matrix, printed and added to jm; whether it was killed. */
@@ -410,7 +409,7 @@ static int selftest_execute(const selftest_options *o, const selftest_selection 
                             const char *prog)
 {
     int rc = selftest_run_cases(o, s, t, prog);
-    if (rc != SELFTEST_GO_ON)
+    if (rc != SWA_CLI_GO_ON)
         return rc;
     int survivors = selftest_matrix(o, s, t);
     return selftest_report(o, t, survivors);
@@ -422,10 +421,10 @@ int swa_cmd_selftest(int argc, char **argv, const char *prog)
     selftest_selection s = {.lock_fd = -1};
     selftest_tally t = {0};
     int rc = selftest_parse(argc, argv, &o);
-    if (rc != SELFTEST_GO_ON)
+    if (rc != SWA_CLI_GO_ON)
         goto out;
     rc = selftest_select(&o, &s, &t.baseline, argc, argv, prog);
-    if (rc != SELFTEST_GO_ON)
+    if (rc != SWA_CLI_GO_ON)
         goto out;
     rc = selftest_execute(&o, &s, &t, prog);
 out:

@@ -181,6 +181,12 @@ swa_status swa_invariance_build(const swa_case *c, const swa_inputs *in, swa_iv_
         !memcmp(out->in.paged.indices, in->paged.indices, (size_t)in->paged.indptr[B] * sizeof(int)))
         st = swa_error_set(err, SWA_ERR_UNSUPPORTED, "another shuffle of the %d pages gave the same page table",
                            in->paged.indptr[B]);
+    if (st == SWA_OK && kind != SWA_IV_PAGE_SIZE) { /* (pages.size asked it of the size it chose) */
+        char why[512];
+        const char *no = b->supports(&out->c, dev, why, sizeof why);
+        if (no)
+            st = swa_error_set(err, SWA_ERR_UNSUPPORTED, "the backend does not take the transformed case: %s", no);
+    }
     if (st != SWA_OK)
         swa_invariance_case_free(out);
     return st;

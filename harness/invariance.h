@@ -70,10 +70,10 @@ int swa_invariance_records(const swa_case *c, unsigned asked, unsigned traits, s
  * run alone; the rest 1). */
 int swa_invariance_count(const swa_case *c, swa_iv_kind kind);
 
-/* Builds transformed case j (0 <= j < swa_invariance_count) of a kind.
- * pages.size asks b->supports (dev) for half the page size, then double:
- * SWA_ERR_UNSUPPORTED naming both refusals when it takes neither; the case
- * it builds is one b took, so the caller need not ask again. */
+/* Builds transformed case j (0 <= j < swa_invariance_count) of a kind,
+ * one b takes on dev (b->supports), so the caller need not ask again:
+ * SWA_ERR_UNSUPPORTED when it does not; pages.size asks for half the page
+ * size, then double, and names both refusals when b takes neither. */
 swa_status swa_invariance_build(const swa_case *c, const swa_inputs *in, swa_iv_kind kind, int j,
                                 const swa_backend *b, const swa_device_ops *dev, swa_inv_case *out,
                                 swa_error *err);

@@ -327,11 +327,9 @@ static swa_status swa_prefill_launch_ws(swa_cuda_prefill_params p, int items, co
 {
     auto kernel = swa_prefill_wgmma_ws_kernel<Cfg, T, MUT>;
     const int smem = Cfg::SMEM_BYTES;
-    /* the persistent grid only for 128-row tiles (the chooser says when) */
-    const bool persist = Cfg::WG == 2 && choice->persistent;
+    /* the persistent grid where the chooser says (128-row tiles only), else one CTA per item */
+    const bool persist = choice->persistent;
     const int ctas = persist ? choice->ctas : items;
-    choice->persistent = persist; /* the record says what ran */
-    choice->ctas = ctas;
     if constexpr (Cfg::WG == 2) {
         /* setmaxnreg moves registers from the producer to the consumers
          * inside the CTA's allocation: the launch must get at least
